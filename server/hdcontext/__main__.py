@@ -1,0 +1,7 @@
+"""``python -m hdcontext``: the same command line as the ``hdcontext`` script."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

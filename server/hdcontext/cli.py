@@ -1,0 +1,145 @@
+"""The ``hdcontext`` command line: ``compact`` a history file, ``serve`` the daemon."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .compression.factory import STRATEGY_NAMES
+from .compression.types import CompressionError, SummarizerError
+from .content import ContentError, IContent, parse_entries_json
+from .session import CompactResult, Session
+from .settings import SettingError
+from .tokens import ENCODING_NAME
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hdcontext",
+        description="Keep an AI agent's history dense: prune what a later write made stale, "
+        "compress near the context limit.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    compact = sub.add_parser(
+        "compact",
+        help="run history/compact on an IContent JSON history and report tokens by pass",
+    )
+    compact.add_argument("file", type=Path, help="a JSON array of IContent entries")
+    compact.add_argument("--strategy", choices=STRATEGY_NAMES, help="compression.strategy")
+    compact.add_argument("--context-limit", type=int, help="contextLimit, in tokens")
+    compact.add_argument(
+        "--workspace-root",
+        default=None,
+        help="root that relative tool paths resolve against (default: the current directory)",
+    )
+    compact.add_argument("--json", action="store_true", help="print the CompactResult as JSON")
+    return parser
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, object]:
+    out: dict[str, object] = {}
+    if args.strategy:
+        out["compression.strategy"] = args.strategy
+    if args.context_limit is not None:
+        out["contextLimit"] = args.context_limit
+    return out
+
+
+async def run_compact(
+    entries: Sequence[IContent],
+    overrides: dict[str, object],
+    workspace_root: str,
+    transcript_path: str | None,
+) -> tuple[CompactResult, int, int]:
+    """Load the entries into a fresh session and compact once; (result, entries, tokens) before."""
+
+    async def export(_: Sequence[IContent]) -> str | None:
+        return transcript_path
+
+    session = Session("cli", workspace_root=lambda: workspace_root, export_transcript=export)
+    for key, value in overrides.items():
+        session.set_override(key, value)
+    await session.append(entries)
+    before_entries = session.history.curated_count
+    before_tokens = session.history.total_tokens
+    return await session.compact(), before_entries, before_tokens
+
+
+def _table(result: CompactResult, before_entries: int, before_tokens: int) -> str:
+    s = result.status
+    lines = [
+        f"strategy {s.strategy} · context limit {s.context_limit:,} · threshold {s.threshold:g}"
+        f" · tokens counted with {ENCODING_NAME}",
+        "",
+        f"{'pass':<20}{'tokens before':>15}{'tokens after':>15}{'saved':>10}",
+        f"{'(input)':<20}{before_tokens:>15,}{before_tokens:>15,}{0:>10,}",
+    ]
+    for step in result.steps:
+        saved = step.tokens_before - step.tokens_after
+        lines.append(
+            f"{step.name:<20}{step.tokens_before:>15,}{step.tokens_after:>15,}{saved:>10,}"
+        )
+    if not result.steps:
+        lines.append("(no pass ran: nothing new to optimize and under the threshold)")
+    if result.density is not None:
+        m = result.density.metadata
+        lines.append(
+            f"\ndensity: {result.density.removals} entries removed, "
+            f"{result.density.replacements} replaced · stale read→write entries "
+            f"{m.read_write_pairs_pruned}, @file dedup {m.file_deduplications_pruned}, "
+            f"recency {m.recency_pruned}"
+        )
+    lines.append(
+        f"entries {before_entries} → {s.entry_count} · tokens {before_tokens:,} → "
+        f"{s.total_tokens:,} ({s.percent:.1f}% of the limit) · over limit: "
+        f"{'yes' if result.over_limit else 'no'}"
+    )
+    return "\n".join(lines)
+
+
+def compact_main(args: argparse.Namespace) -> int:
+    try:
+        data = args.file.read_bytes()
+    except OSError as exc:
+        print(f"hdcontext: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+        return 2
+    try:
+        entries = parse_entries_json(data, path="")
+    except ContentError as exc:
+        print(f"hdcontext: {args.file} is not an IContent history:", file=sys.stderr)
+        for line in exc.errors[:20]:
+            print(f"  {line}", file=sys.stderr)
+        return 2
+    root = os.path.abspath(args.workspace_root or os.getcwd())
+    try:
+        result, n_before, t_before = asyncio.run(
+            run_compact(entries, _overrides(args), root, str(args.file.resolve()))
+        )
+    except SettingError as exc:
+        print(f"hdcontext: {exc}", file=sys.stderr)
+        return 2
+    except (SummarizerError, CompressionError) as exc:
+        print(f"hdcontext: {exc}", file=sys.stderr)
+        return 3
+    if args.json:
+        json.dump(result.to_wire(), sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        print(_table(result, n_before, t_before))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "compact":
+        return compact_main(args)
+    return 2  # pragma: no cover - argparse rejects unknown commands
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

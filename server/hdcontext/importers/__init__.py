@@ -1,0 +1,1 @@
+"""Conversions from real agents' session formats to IContent."""

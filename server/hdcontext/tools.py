@@ -1,0 +1,108 @@
+"""Which tool calls read or write which files: pure helpers shared by the density passes.
+
+A tool's parameters are arbitrary JSON that the model produced; anything that is not the shape
+we expect is skipped, never an error (REQ-HD-013.5).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping, Sequence
+
+from .content import IContent, ToolCallBlock, ToolResponseBlock
+
+# REQ-HD-005.4: these three first, in this order; then keys other agents use for one file
+# (Claude Code's NotebookEdit, opencode's camelCase tools).
+PATH_KEYS: tuple[str, ...] = ("file_path", "absolute_path", "path", "notebook_path", "filePath")
+
+# REQ-HD-005.9: a path with one of these is a pattern, not a file.
+GLOB_CHARS = frozenset("*?[{")
+
+MULTI_PATH_KEYS: tuple[str, ...] = ("paths", "file_paths")
+
+COMMAND_KEYS: tuple[str, ...] = ("command", "cmd")
+
+# Parameters worth naming when a tool's output is summarized (REQ-HD-008.3).
+KEY_PARAM_KEYS: tuple[str, ...] = (
+    *PATH_KEYS,
+    *COMMAND_KEYS,
+    "pattern",
+    "query",
+    "url",
+    "description",
+)
+
+
+def extract_path(parameters: object) -> str | None:
+    """The file a single-file tool call is about, from the first path key present."""
+    if not isinstance(parameters, Mapping):
+        return None
+    for key in PATH_KEYS:
+        if key in parameters:
+            value = parameters[key]
+            return value if isinstance(value, str) and value else None
+    return None
+
+
+def extract_paths(parameters: object) -> tuple[list[str], bool] | None:
+    """A multi-file read's concrete paths and whether any entry was a glob.
+
+    ``None`` when the parameters have no usable list of paths.
+    """
+    if not isinstance(parameters, Mapping):
+        return None
+    for key in MULTI_PATH_KEYS:
+        value = parameters.get(key)
+        if isinstance(value, Sequence) and not isinstance(value, str):
+            concrete: list[str] = []
+            has_glob = False
+            for item in value:
+                if not isinstance(item, str) or not item:
+                    has_glob = True  # unknown shape: cannot be sure what was read
+                elif is_glob(item):
+                    has_glob = True
+                else:
+                    concrete.append(item)
+            return concrete, has_glob
+    single = extract_path(parameters)
+    if single is None:
+        return None
+    return ([], True) if is_glob(single) else ([single], False)
+
+
+def is_glob(path: str) -> bool:
+    return any(ch in GLOB_CHARS for ch in path)
+
+
+def resolve_path(path: str, workspace_root: str) -> str:
+    """Like Node's ``path.resolve(root, p)``: absolute and normalized, no case folding,
+    no symlink resolution (REQ-HD-005.5, REQ-HD-005.11)."""
+    if not posixpath.isabs(path) and workspace_root:
+        path = posixpath.join(workspace_root, path)
+    normalized = posixpath.normpath(path)
+    # POSIX keeps a leading '//' as is; Node's resolve collapses it.
+    if normalized.startswith("//"):
+        normalized = "/" + normalized.lstrip("/")
+    return normalized
+
+
+def key_parameter(parameters: object) -> str | None:
+    """The one parameter that says what a call was about, for one-line summaries."""
+    if not isinstance(parameters, Mapping):
+        return None
+    for key in KEY_PARAM_KEYS:
+        value = parameters.get(key)
+        if isinstance(value, str) and value:
+            return value
+    multi = extract_paths(parameters)
+    if multi and multi[0]:
+        return ", ".join(multi[0])
+    return None
+
+
+def tool_calls(entry: IContent) -> list[ToolCallBlock]:
+    return [b for b in entry.blocks if isinstance(b, ToolCallBlock)]
+
+
+def tool_responses(entry: IContent) -> list[ToolResponseBlock]:
+    return [b for b in entry.blocks if isinstance(b, ToolResponseBlock)]
