@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -38,6 +39,21 @@ def _parser() -> argparse.ArgumentParser:
         help="root that relative tool paths resolve against (default: the current directory)",
     )
     compact.add_argument("--json", action="store_true", help="print the CompactResult as JSON")
+    serve = sub.add_parser(
+        "serve",
+        help="run the daemon: JSON-RPC with LSP framing on stdio (default) or a TCP socket",
+    )
+    serve.add_argument("--tcp", action="store_true", help="listen on a TCP socket, not stdio")
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to bind with --tcp (default: loopback)"
+    )
+    serve.add_argument("--port", type=int, default=2087, help="port for --tcp (default: 2087)")
+    serve.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="hdcontext's own log level on stderr (pygls stays at WARNING: it logs messages)",
+    )
     return parser
 
 
@@ -134,10 +150,24 @@ def compact_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def serve_main(args: argparse.Namespace) -> int:
+    """``hdcontext serve``: the daemon, until the client sends ``exit`` or goes away."""
+    from .server import configure_logging, serve_stdio, serve_tcp
+
+    configure_logging(getattr(logging, args.log_level))
+    if args.tcp:
+        serve_tcp(args.host, args.port)
+    else:
+        serve_stdio()
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "compact":
         return compact_main(args)
+    if args.command == "serve":
+        return serve_main(args)
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

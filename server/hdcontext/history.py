@@ -142,9 +142,7 @@ class History:
         async with self._lock:
             self._set_lists([], [])
 
-    def restore(
-        self, raw: list[IContent], counts: list[int], transcript: list[IContent]
-    ) -> None:
+    def restore(self, raw: list[IContent], counts: list[int], transcript: list[IContent]) -> None:
         """Load persisted state (counts as stored, so a restart re-tokenizes nothing)."""
         self._set_lists(list(raw), list(counts))
         self._transcript = list(transcript)

@@ -204,7 +204,9 @@ class Session:
                 out.append(entry)
                 continue
             meta = entry.metadata or Metadata()
-            out.append(entry.model_copy(update={"metadata": meta.model_copy(update={"timestamp": now})}))
+            out.append(
+                entry.model_copy(update={"metadata": meta.model_copy(update={"timestamp": now})})
+            )
         return out
 
     async def append(self, entries: Sequence[IContent]) -> list[IContent]:
@@ -364,6 +366,45 @@ class Session:
     async def _restore(self, snap: tuple[Any, ...]) -> None:
         raw, counts, self.version, self.saved_tokens, self.dirty = snap
         self.history.restore(raw, counts, list(self.history.transcript))
+
+    # -- persistence (used only by the daemon's store) -----------------------------------
+    # The store saves the history through ``history.raw``/``tokens``/``transcript`` and
+    # ``History.restore``; these two methods carry the rest of a session's state, so a
+    # daemon restarted after SIGKILL resumes exactly where the last acknowledged request
+    # left the session. They neither validate nor bump ``version``: they copy state.
+
+    def export_state(self) -> SessionState:
+        return SessionState(
+            overrides=dict(self.overrides),
+            version=self.version,
+            saved_tokens=self.saved_tokens,
+            dirty=self.dirty,
+            todos=tuple(self._todos),
+            todos_since=self._todos_since,
+            writes=dict(self._writes),
+        )
+
+    def import_state(self, state: SessionState) -> None:
+        self.overrides = dict(state.overrides)
+        self.version = state.version
+        self.saved_tokens = state.saved_tokens
+        self.dirty = state.dirty
+        self._todos = list(state.todos)
+        self._todos_since = state.todos_since
+        self._writes = dict(state.writes)
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """A session's state besides its history, as the daemon's store persists it."""
+
+    overrides: dict[str, object]
+    version: int
+    saved_tokens: int
+    dirty: bool
+    todos: tuple[Todo, ...]
+    todos_since: int
+    writes: dict[str, int]
 
 
 def _merge_density(first: DensityReport | None, second: DensityReport) -> DensityReport:

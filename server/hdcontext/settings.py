@@ -79,6 +79,16 @@ def _is_int(v: object) -> bool:
     return isinstance(v, int) or (isinstance(v, float) and v.is_integer())
 
 
+def _to_float(value: object) -> float:
+    assert isinstance(value, int | float), value
+    return float(value)
+
+
+def _to_int(value: object) -> int:
+    assert isinstance(value, int | float), value
+    return int(value)
+
+
 @dataclass(frozen=True)
 class Spec:
     key: str
@@ -90,11 +100,11 @@ class Spec:
 
 
 def _open_unit(v: object) -> bool:
-    return _is_number(v) and 0 < float(v) < 1  # type: ignore[arg-type]
+    return _is_number(v) and 0 < _to_float(v) < 1
 
 
 def _half_open_unit(v: object) -> bool:
-    return _is_number(v) and 0 < float(v) <= 1  # type: ignore[arg-type]
+    return _is_number(v) and 0 < _to_float(v) <= 1
 
 
 def _str_list(v: object) -> bool:
@@ -160,7 +170,7 @@ SPECS: dict[str, Spec] = {
             "contextLimit",
             200_000,
             "a positive integer",
-            lambda v: _is_int(v) and int(v) > 0,  # type: ignore[call-overload]
+            lambda v: _is_int(v) and _to_int(v) > 0,
             int,
         ),
         Spec("tools.read", list(DEFAULT_READ_TOOLS), "a list of tool names", _str_list, list),
@@ -251,25 +261,25 @@ class Resolved:
 
     @property
     def threshold(self) -> float:
-        return float(self.values["compression.threshold"])  # type: ignore[arg-type]
+        return _to_float(self.values["compression.threshold"])
 
     @property
     def preserve_threshold(self) -> float:
-        return float(self.values["compression.preserveThreshold"])  # type: ignore[arg-type]
+        return _to_float(self.values["compression.preserveThreshold"])
 
     @property
     def top_preserve_threshold(self) -> float:
-        return float(self.values["compression.topPreserveThreshold"])  # type: ignore[arg-type]
+        return _to_float(self.values["compression.topPreserveThreshold"])
 
     @property
     def context_limit(self) -> int:
-        return int(self.values["contextLimit"])  # type: ignore[call-overload]
+        return _to_int(self.values["contextLimit"])
 
     def flag(self, key: str) -> bool:
         return bool(self.values[key])
 
     def number(self, key: str) -> int:
-        return int(self.values[key])  # type: ignore[call-overload]
+        return _to_int(self.values[key])
 
     def names(self, key: str) -> frozenset[str]:
         value = self.values[key]

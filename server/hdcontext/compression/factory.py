@@ -29,5 +29,7 @@ def get_strategy(name: str) -> CompressionStrategy:
     """The strategy registered under ``name``; ValueError for an unknown name."""
     builders = _builders()
     if name not in builders:
-        raise ValueError(f"unknown compression strategy '{name}' (known: {', '.join(STRATEGY_NAMES)})")
+        raise ValueError(
+            f"unknown compression strategy '{name}' (known: {', '.join(STRATEGY_NAMES)})"
+        )
     return builders[name]()

@@ -101,7 +101,12 @@ class _Builder:
             return
         message_id = message.get("id")
         last = self.entries[-1] if self.entries else None
-        if last is not None and last.speaker == "ai" and message_id and message_id == self._open_message:
+        if (
+            last is not None
+            and last.speaker == "ai"
+            and message_id
+            and message_id == self._open_message
+        ):
             self.entries[-1] = last.with_blocks((*last.blocks, *blocks))
         else:
             self._push("ai", blocks, record)

@@ -1,0 +1,104 @@
+"""The engine on real Claude Code sessions (shared/data/transcripts/claude-code).
+
+The expected stale reads come from a small independent oracle written straight from the
+rule (a Read whose file a later, successful Write/Edit/MultiEdit changed), not from the
+engine, and the engine must find exactly those.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hdcontext.compression.pairs import pairing_problems
+from hdcontext.content import IContent, ToolCallBlock, ToolResponseBlock
+from hdcontext.importers.claude_code import from_jsonl
+from hdcontext.session import Session
+
+TRANSCRIPTS = (
+    Path(__file__).resolve().parents[3] / "shared" / "data" / "transcripts" / "claude-code"
+)
+FILES = sorted(TRANSCRIPTS.glob("*.jsonl"))
+
+pytestmark = pytest.mark.skipif(not FILES, reason=f"no transcripts at {TRANSCRIPTS}")
+
+
+def load(path: Path) -> list[IContent]:
+    return from_jsonl(path.read_text(encoding="utf-8"))
+
+
+def oracle_stale_reads(history: list[IContent]) -> set[str]:
+    events: list[tuple[str, str, str]] = []  # (kind, call id, path) in order
+    failed: set[str] = set()
+    answered: set[str] = set()
+    for entry in history:
+        for block in entry.blocks:
+            if isinstance(block, ToolCallBlock) and isinstance(block.parameters, dict):
+                path = block.parameters.get("file_path")
+                if block.name == "Read" and isinstance(path, str):
+                    events.append(("read", block.id, path))
+                elif block.name in ("Write", "Edit", "MultiEdit") and isinstance(path, str):
+                    events.append(("write", block.id, path))
+            elif isinstance(block, ToolResponseBlock):
+                answered.add(block.call_id)
+                if block.error:
+                    failed.add(block.call_id)
+    stale: set[str] = set()
+    for i, (kind, call_id, path) in enumerate(events):
+        if kind != "read":
+            continue
+        if any(
+            k == "write" and p == path and cid in answered and cid not in failed
+            for k, cid, p in events[i + 1 :]
+        ):
+            stale.add(call_id)
+    return stale
+
+
+def call_ids(history: list[IContent]) -> set[str]:
+    return {b.id for e in history for b in e.blocks if isinstance(b, ToolCallBlock)}
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
+def test_imported_sessions_are_provider_valid(path: Path) -> None:
+    history = load(path)
+    assert len(history) > 20
+    assert pairing_problems(history) == set()
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
+async def test_optimize_prunes_exactly_the_stale_reads(path: Path) -> None:
+    history = load(path)
+    expected = oracle_stale_reads(history)
+    session = Session("real", workspace_root=lambda: "/")
+    await session.append(history)
+    result = await session.compact()
+    pruned = call_ids(history) - call_ids(result.history)
+    assert pruned == expected
+    assert pairing_problems(result.history) == set()
+    assert list(session.history.transcript) == history
+
+
+async def test_some_real_session_has_stale_reads() -> None:
+    assert sum(len(oracle_stale_reads(load(p))) for p in FILES) > 0
+
+
+@pytest.mark.parametrize("strategy", ["high-density", "top-down-truncation"])
+@pytest.mark.parametrize("limit", [20_000, 50_000])
+@pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
+async def test_compression_at_small_limits_stays_provider_valid(
+    path: Path, limit: int, strategy: str
+) -> None:
+    history = load(path)
+    session = Session("real", workspace_root=lambda: "/")
+    session.set_override("compression.strategy", strategy)
+    session.set_override("contextLimit", limit)
+    await session.append(history)
+    result = await session.compact()
+    assert pairing_problems(result.history) == set()
+    assert list(session.history.transcript) == history
+    if result.compression is not None:
+        assert result.compression.tokens_after <= result.compression.tokens_before
+    if strategy == "top-down-truncation" and result.compression is not None:
+        assert result.status.total_tokens < 0.85 * limit * 0.6 or result.over_limit
