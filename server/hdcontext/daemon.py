@@ -1,0 +1,293 @@
+"""What the daemon does for each request of PROTOCOL.md, once params have been parsed.
+
+The flow of every request: validate at the edge (wire.py), take the session's lock, load it if
+need be, change it through ``Registry.commit`` (saved before the reply), send the
+``history/tokens`` Status to the client after any change, and answer. Errors become the codes
+PROTOCOL.md lists; anything else is a bug, answered -32603 with the exception's type only (its
+text could quote the conversation) and logged without the message for the same reason.
+
+This module knows the protocol's meaning but not pygls: it talks to the client through the
+small ``Client`` interface that server.py implements.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import traceback
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from .compression.types import CompressionError, Summarizer, SummarizerError
+from .content import dump_entries
+from .ide_settings import IdeSettings
+from .session import Session, Status
+from .sessions import Registry, UnknownSession
+from .settings import SPECS, SettingError, resolve
+from .store import Store
+from .watcher import DiskWatcher, read_times, writes_after_reads
+from .wire import (
+    AppendParams,
+    CompactParams,
+    GetParams,
+    ListParams,
+    OpenParams,
+    SessionParams,
+    SetOverrideParams,
+    TodosParams,
+    WireError,
+    internal_error,
+    invalid_params,
+    parse_entries_param,
+    parse_params,
+    parse_todos_param,
+    summarizer_failed,
+    unknown_session,
+)
+
+log = logging.getLogger(__name__)
+
+TOKENS_NOTIFICATION = "history/tokens"
+SETTINGS_WAIT_S = 10.0
+"""How long a request waits for a settings pull in flight before using what it has."""
+
+R = TypeVar("R")
+
+
+class Client(Protocol):
+    """The daemon's way to the editor (server.py implements it over pygls)."""
+
+    def notify(self, method: str, params: Any) -> None: ...
+
+    def warn(self, message: str) -> None: ...
+
+    def summarizer(self, session_id: str, session: Callable[[], Session]) -> Summarizer:
+        """The summarizer a session's LLM strategies call (picks the provider per call)."""
+        ...
+
+
+class Daemon:
+    def __init__(self, client: Client, storage_dir: Path, settings: IdeSettings) -> None:
+        self.client = client
+        self.storage_dir = storage_dir
+        self.settings = settings
+        self.store = Store(storage_dir)
+        self.roots: list[str] = []
+        self.registry = Registry(self.store, self._make_session, settings.current)
+        self.watcher = DiskWatcher(self.registry.note_disk_write, on_error=client.warn)
+        self._settings_pull: asyncio.Future[None] | None = None
+
+    async def start(self) -> None:
+        await self.store.open()
+
+    def _make_session(self, session_id: str) -> Session:
+        holder: list[Session] = []
+        session = Session(
+            session_id,
+            settings=self.settings.current,
+            workspace_root=self.workspace_root,
+            summarizer=self.client.summarizer(session_id, lambda: holder[0]),
+            prompt_dir=self.storage_dir,
+            export_transcript=lambda entries: self.store.export_transcript(session_id, entries),
+        )
+        holder.append(session)
+        return session
+
+    def workspace_root(self) -> str:
+        """The first workspace folder: what relative tool paths resolve against."""
+        return self.roots[0] if self.roots else ""
+
+    # -- settings and the watcher -------------------------------------------------------------
+
+    def settings_pull_started(self, pull: asyncio.Future[None]) -> None:
+        """Requests from now on wait for ``pull`` (bounded), so they see what it brings."""
+        self._settings_pull = pull
+
+    async def settings_ready(self) -> None:
+        pull = self._settings_pull
+        if pull is None or pull.done():
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(pull), SETTINGS_WAIT_S)
+        except Exception:  # the pull reports its own failures
+            return
+
+    async def apply_settings(self, section: Mapping[str, Any]) -> None:
+        """A settings section from the editor: apply it, report refusals, refresh readouts."""
+        before = dict(self.settings.current())
+        for error in self.settings.apply_pulled(section):
+            self.client.warn(f"hdcontext: {error}; the previous value stands")
+        if self.settings.current() != before:
+            for session in self.registry.loaded():
+                self._notify(session)
+        await self.update_watcher()
+
+    def watch_wanted(self) -> bool:
+        if resolve({}, self.settings.current()).flag("watch.enabled"):
+            return True
+        return any(s.resolved().flag("watch.enabled") for s in self.registry.loaded())
+
+    async def update_watcher(self) -> None:
+        await self.watcher.update(self.roots, self.watch_wanted())
+
+    async def set_roots(self, roots: list[str]) -> None:
+        self.roots = list(dict.fromkeys(roots))
+        await self.update_watcher()
+
+    def note_write(self, path: str, when: int) -> None:
+        """A write the editor reported (didSave, didChangeWatchedFiles)."""
+        self.registry.note_disk_write(path, when)
+
+    async def shutdown(self) -> None:
+        await self.watcher.stop()
+
+    # -- requests -----------------------------------------------------------------------------
+
+    async def request(self, method: str, raw: object, handler: Callable[[Any], Awaitable[R]]) -> R:
+        """Run one request's handler, turning every failure into PROTOCOL.md's errors."""
+        try:
+            await self.settings_ready()
+            return await handler(raw)
+        except WireError:
+            raise
+        except UnknownSession as exc:
+            raise unknown_session(exc.session_id) from None
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # The traceback's frames, not the exception's text: that may quote the chat.
+            frames = "".join(traceback.format_tb(exc.__traceback__))
+            log.error("internal error in %s: %s\n%s", method, type(exc).__name__, frames)
+            raise internal_error(method, exc) from None
+
+    def _notify(self, session: Session, status: Status | None = None) -> None:
+        self.client.notify(TOKENS_NOTIFICATION, (status or session.status()).to_wire())
+
+    async def open(self, raw: object) -> dict[str, Any]:
+        p = parse_params(OpenParams, raw)
+        overrides: dict[str, object] = {}
+        if p.context_limit is not None:
+            # The chat's model limit is this session's contextLimit: an override, so it wins
+            # over the IDE setting and history/settings shows where it came from.
+            overrides["contextLimit"] = p.context_limit
+        async with self.registry.lock(p.session_id):
+            try:
+                session = await self.registry.open(p.session_id, p.model, overrides)
+            except SettingError as err:
+                raise invalid_params([f"contextLimit: {err}"]) from None
+            self._notify(session)
+            status = session.status().to_wire()
+        await self.update_watcher()
+        return status
+
+    async def append(self, raw: object) -> dict[str, Any]:
+        p = parse_params(AppendParams, raw)
+        entries = parse_entries_param(p.entries)
+        async with self.registry.lock(p.session_id):
+            session = await self.registry.get(p.session_id)
+            before = session.version
+            await self.registry.commit(session, lambda: session.append(entries))
+            if session.version != before:
+                self._notify(session)
+            return session.status().to_wire()
+
+    async def compact(self, raw: object) -> dict[str, Any]:
+        p = parse_params(CompactParams, raw)
+        async with self.registry.lock(p.session_id):
+            session = await self.registry.get(p.session_id)
+            await self._settle_disk(session)
+            try:
+                result = await self.registry.commit(
+                    session, lambda: session.compact(p.pending_tokens), cancellable=True
+                )
+            except SummarizerError as err:
+                raise summarizer_failed(str(err)) from None
+            except CompressionError as err:
+                provider = session.resolved().text("summarizer.provider") or "client"
+                raise summarizer_failed(f"summarizer '{provider}' failed: {err}") from None
+            self._notify(session, result.status)
+            return result.to_wire()
+
+    async def _settle_disk(self, session: Session) -> None:
+        """Give the compaction every write that happened before it (see watcher.py)."""
+        self.registry.take_disk_writes(session)
+        r = session.resolved()
+        if not r.flag("watch.enabled"):
+            return
+        reads = read_times(session.history.raw, r.names("tools.read"), self.workspace_root())
+        for path, when in await writes_after_reads(reads):
+            session.note_write(path, when)
+
+    async def get(self, raw: object) -> dict[str, Any]:
+        p = parse_params(GetParams, raw)
+        async with self.registry.lock(p.session_id):
+            session = await self.registry.get(p.session_id)
+            history = session.history
+            if p.view == "raw":
+                entries = dump_entries(history.raw)
+            elif p.view == "transcript":
+                entries = dump_entries(history.transcript)
+            else:
+                entries = dump_entries(history.curated())
+            return {"entries": entries, "status": session.status().to_wire()}
+
+    async def set_override(self, raw: object) -> dict[str, object]:
+        p = parse_params(SetOverrideParams, raw)
+        async with self.registry.lock(p.session_id):
+            session = await self.registry.get(p.session_id)
+
+            async def change() -> dict[str, object]:
+                return session.set_override(p.key, p.value).to_wire()
+
+            try:
+                result = await self.registry.commit(session, change)
+            except SettingError as err:
+                where = "value" if p.key in SPECS else "key"
+                raise invalid_params([f"{where}: {err}"]) from None
+            self._notify(session)
+        await self.update_watcher()
+        return result
+
+    async def settings_of(self, raw: object) -> dict[str, object]:
+        p = parse_params(SessionParams, raw)
+        async with self.registry.lock(p.session_id):
+            session = await self.registry.get(p.session_id)
+            return session.resolved().to_wire()
+
+    async def todos(self, raw: object) -> dict[str, Any]:
+        p = parse_params(TodosParams, raw)
+        todos = parse_todos_param(p.todos)
+        async with self.registry.lock(p.session_id):
+            session = await self.registry.get(p.session_id)
+
+            async def change() -> None:
+                session.set_todos(todos)
+
+            await self.registry.commit(session, change)
+            self._notify(session)
+            return session.status().to_wire()
+
+    async def clear(self, raw: object) -> dict[str, Any]:
+        p = parse_params(SessionParams, raw)
+        async with self.registry.lock(p.session_id):
+            session = await self.registry.get(p.session_id)
+            await self.registry.commit(session, session.clear)
+            self._notify(session)
+            return session.status().to_wire()
+
+    async def close(self, raw: object) -> None:
+        p = parse_params(SessionParams, raw)
+        async with self.registry.lock(p.session_id):
+            await self.registry.close(p.session_id)
+        await self.update_watcher()
+
+    async def delete(self, raw: object) -> None:
+        p = parse_params(SessionParams, raw)
+        async with self.registry.lock(p.session_id):
+            await self.registry.delete(p.session_id)
+        await self.update_watcher()
+
+    async def list(self, raw: object) -> dict[str, Any]:
+        parse_params(ListParams, raw)
+        return {"sessions": [s.to_wire() for s in await self.registry.statuses()]}

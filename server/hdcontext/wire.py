@@ -1,0 +1,142 @@
+"""The daemon's edge: request params as PROTOCOL.md defines them, and its error codes.
+
+Every request is validated here before any session is touched, so a malformed request changes
+nothing and its error names the JSON path of the fault (``entries[3].blocks[0].callId: field
+required``), which is what a client author needs to fix the call. Types are strict: a session
+id of ``5`` or a ``pendingTokens`` of ``"5"`` is a client bug worth reporting, not coercing.
+Keys the protocol does not define are ignored, so a newer client can talk to this daemon.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints, ValidationError
+from pygls.exceptions import JsonRpcException
+
+from .compression.types import Todo
+from .content import ContentError, IContent, parse_entries, validation_messages
+from .todos import parse_todos
+
+INVALID_PARAMS = -32602
+UNKNOWN_SESSION = -32001
+SUMMARIZER_FAILED = -32002
+INTERNAL_ERROR = -32603
+SERVER_NOT_INITIALIZED = -32002  # LSP's own code for a request before ``initialize``
+
+SessionId = Annotated[str, StringConstraints(min_length=1, max_length=512)]
+
+
+class WireError(JsonRpcException):
+    """An error this daemon answers on purpose (bad input, unknown session, summarizer).
+
+    A distinct class so the log filter can tell expected answers from bugs: pygls logs every
+    raised error with its traceback, and bad input from a client is not worth a traceback.
+    """
+
+
+def invalid_params(problems: list[str]) -> WireError:
+    return WireError(message="; ".join(problems), code=INVALID_PARAMS, data={"errors": problems})
+
+
+def unknown_session(session_id: str) -> WireError:
+    return WireError(message=f"unknown session '{session_id}'", code=UNKNOWN_SESSION)
+
+
+def summarizer_failed(message: str) -> WireError:
+    return WireError(message=message, code=SUMMARIZER_FAILED)
+
+
+def internal_error(method: str, exc: BaseException) -> WireError:
+    # The exception's text may quote conversation content: only its type leaves the daemon.
+    return WireError(
+        message=f"internal error ({type(exc).__name__}) in {method}; see the daemon's log",
+        code=INTERNAL_ERROR,
+    )
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+
+class SessionParams(_Params):
+    """``history/settings``, ``clear``, ``close``, ``delete``: the session alone."""
+
+    session_id: SessionId = Field(alias="sessionId")
+
+
+class OpenParams(SessionParams):
+    context_limit: Annotated[int, Field(gt=0)] | None = Field(default=None, alias="contextLimit")
+    model: str | None = None
+
+
+class AppendParams(SessionParams):
+    entries: list[Any]
+
+
+class CompactParams(SessionParams):
+    pending_tokens: Annotated[int, Field(ge=0)] = Field(default=0, alias="pendingTokens")
+
+
+class GetParams(SessionParams):
+    view: Literal["curated", "raw", "transcript"] = "curated"
+
+
+class SetOverrideParams(SessionParams):
+    key: str
+    value: JsonValue
+
+
+class TodosParams(SessionParams):
+    todos: list[Any]
+
+
+class ListParams(_Params):
+    pass
+
+
+P = TypeVar("P", bound=_Params)
+
+
+def parse_params(model: type[P], raw: object) -> P:
+    """Validate a request's params, or raise -32602 naming each bad path."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise invalid_params(["params: expected an object"])
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise invalid_params(validation_messages(exc)) from None
+
+
+def parse_entries_param(raw: list[Any]) -> list[IContent]:
+    try:
+        return parse_entries(raw, path="entries")
+    except ContentError as exc:
+        raise invalid_params(exc.errors) from None
+
+
+def parse_todos_param(raw: list[Any]) -> list[Todo]:
+    try:
+        return parse_todos(raw, path="todos")
+    except ValueError as exc:
+        errors = exc.errors if isinstance(exc, ContentError) else [str(exc)]
+        raise invalid_params(errors) from None
+
+
+class InitOptions(BaseModel):
+    """``initializationOptions``: all optional; a bad part is reported and ignored."""
+
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+    settings: dict[str, Any] | None = None
+    storage_dir: str | None = Field(default=None, alias="storageDir")
+
+
+class SummarizeAnswer(BaseModel):
+    """The client's answer to ``history/summarize``."""
+
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+    text: str
