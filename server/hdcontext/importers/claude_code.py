@@ -5,35 +5,25 @@ A Claude Code log is one JSON record a line. Only the main thread's ``user`` and
 noise (``isMeta``) are skipped, and so are summaries, snapshots and progress records. One model
 message is often written as several records with the same ``message.id``; they are joined into
 one ``ai`` entry. Tool results come back in ``user`` records; consecutive ones become one
-``tool`` entry, each response named after the call it answers.
+``tool`` entry, each response named after the call it answers. A result's images are left out
+(their text is kept): the file they came from can be read again.
+
+Claude Code's shell keeps its working directory between calls, and every record says where it
+was (``cwd``). An ``ai`` entry keeps it as ``metadata.cwd``, which the shell-command
+recognition uses as the directory its calls ran in; the first record's ``cwd`` is the
+conversation's workspace root.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 from typing import Any
 
-from ..content import (
-    Block,
-    IContent,
-    MediaBlock,
-    Metadata,
-    TextBlock,
-    ThinkingBlock,
-    ToolCallBlock,
-    ToolResponseBlock,
-)
-
-
-def _ms(stamp: object) -> int | None:
-    if not isinstance(stamp, str):
-        return None
-    try:
-        return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError:
-        return None
+from ..content import Block, IContent, Metadata, TextBlock, ToolResponseBlock
+from ..conversation import Conversation, FormatError
+from .anthropic_messages import assistant_blocks, media_block
+from .blocks import iso_ms
 
 
 def _result_text(content: object) -> str:
@@ -49,54 +39,30 @@ def _result_text(content: object) -> str:
     return "" if content is None else json.dumps(content)
 
 
-def _media(block: Mapping[str, Any]) -> MediaBlock | None:
-    source = block.get("source")
-    if not isinstance(source, Mapping):
-        return None
-    if source.get("type") == "base64":
-        return MediaBlock(
-            mime_type=str(source.get("media_type", "application/octet-stream")),
-            data=str(source.get("data", "")),
-            encoding="base64",
-        )
-    if source.get("type") == "url":
-        return MediaBlock(
-            mime_type=str(source.get("media_type", "application/octet-stream")),
-            data=str(source.get("url", "")),
-            encoding="url",
-        )
-    return None
-
-
 class _Builder:
     def __init__(self) -> None:
         self.entries: list[IContent] = []
         self.tool_names: dict[str, str] = {}
         self._open_message: str | None = None  # message.id of the ai entry being joined
 
-    def _meta(self, record: Mapping[str, Any]) -> Metadata:
-        return Metadata(timestamp=_ms(record.get("timestamp")), id=record.get("uuid"))
+    def _meta(self, record: Mapping[str, Any], speaker: str) -> Metadata:
+        fields: dict[str, Any] = {"timestamp": iso_ms(record.get("timestamp"))}
+        fields["id"] = record.get("uuid")
+        cwd = record.get("cwd")
+        if speaker == "ai" and isinstance(cwd, str) and cwd:
+            fields["cwd"] = cwd
+        return Metadata.model_validate(fields)
 
     def _push(self, speaker: str, blocks: list[Block], record: Mapping[str, Any]) -> None:
         self.entries.append(
             IContent.model_validate(
-                {"speaker": speaker, "blocks": blocks, "metadata": self._meta(record)}
+                {"speaker": speaker, "blocks": blocks, "metadata": self._meta(record, speaker)}
             )
         )
 
     def assistant(self, record: Mapping[str, Any]) -> None:
         message = record.get("message") or {}
-        blocks: list[Block] = []
-        for raw in message.get("content") or []:
-            kind = raw.get("type")
-            if kind == "text":
-                blocks.append(TextBlock(text=str(raw.get("text", ""))))
-            elif kind == "thinking":
-                blocks.append(ThinkingBlock(thought=str(raw.get("thinking", ""))))
-            elif kind == "tool_use":
-                call_id, name = str(raw.get("id")), str(raw.get("name"))
-                self.tool_names[call_id] = name
-                blocks.append(ToolCallBlock(id=call_id, name=name, parameters=raw.get("input")))
+        blocks = assistant_blocks(list(message.get("content") or []), self.tool_names)
         if not blocks:
             return
         message_id = message.get("id")
@@ -137,7 +103,7 @@ class _Builder:
             elif kind == "text":
                 others.append(TextBlock(text=str(raw.get("text", ""))))
             elif kind == "image":
-                media = _media(raw)
+                media = media_block(raw)
                 if media is not None:
                     others.append(media)
         if responses:
@@ -165,4 +131,30 @@ def from_records(records: Iterable[Mapping[str, Any]]) -> list[IContent]:
 
 
 def from_jsonl(text: str) -> list[IContent]:
-    return from_records(json.loads(line) for line in text.splitlines() if line.strip())
+    return from_records(_records(text))
+
+
+def load(text: str) -> Conversation:
+    """A Claude Code log; its workspace root is the first main-thread record's ``cwd``."""
+    records = list(_records(text))
+    root = next(
+        (
+            r["cwd"]
+            for r in records
+            if not r.get("isSidechain") and isinstance(r.get("cwd"), str) and r["cwd"]
+        ),
+        None,
+    )
+    return Conversation(tuple(from_records(records)), workspace_root=root)
+
+
+def _records(text: str) -> Iterable[Mapping[str, Any]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise FormatError(f"line {number} is not JSON: {exc}") from None
+        if isinstance(record, Mapping):
+            yield record

@@ -1,0 +1,85 @@
+"""``python -m bench``: density on every real transcript, then latency, memory and a profile
+of the daemon on the largest one. Prints the tables and writes them as JSON under
+``bench/results/`` (``latest.json`` and a time-stamped copy)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from hdcontext.content import dump_entries
+from hdcontext.tokens import ENCODING_NAME
+
+from . import density, latency, profile, table, transcripts
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _largest(found: list[transcripts.Transcript]) -> transcripts.Transcript:
+    return max(found, key=lambda t: len(json.dumps(dump_entries(t.entries))))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer turns (a smoke run)")
+    parser.add_argument("--density-only", action="store_true", help="skip the daemon")
+    args = parser.parse_args(argv)
+
+    found = transcripts.find()
+    if not found:
+        print(f"bench: no transcripts under {transcripts.TRANSCRIPTS}", file=sys.stderr)
+        return 2
+    report: dict[str, Any] = {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "encoding": ENCODING_NAME,
+        "transcripts": str(transcripts.TRANSCRIPTS),
+    }
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    report["machine"]["load_average_at_start"] = os.getloadavg()
+    print(
+        f"hdcontext benchmark · tokens counted with {ENCODING_NAME} · {os.cpu_count()} CPUs"
+        f" · load average {load} (timings move with other work on the machine)\n"
+    )
+
+    report["density"] = density.run(found)
+    print("1. Density on the real transcripts (tokens)")
+    print(table.density(report["density"]), end="\n\n", flush=True)
+
+    if not args.density_only:
+        largest = _largest(found)
+        turns = 10 if args.quick else latency.TURNS
+        one = latency.measure(largest, 1, turns)
+        ten = latency.measure(largest, 10, turns)
+        report["latency"] = latency.combine(largest, one, ten)
+        print("2. Latency over the stdio transport")
+        print(table.latency(report["latency"]), end="\n\n")
+        print("3. Memory of the daemon")
+        print(table.memory(report["latency"]), end="\n\n")
+        print("Targets")
+        print(table.targets(report["latency"]), end="\n\n", flush=True)
+        print("4. Where a turn's time goes")
+        try:
+            report["profile"] = profile.run(largest, 10, 5 if args.quick else profile.TURNS)
+            print(table.profile(report["profile"]))
+        except profile.ProfileError as exc:
+            report["profile"] = {"error": str(exc)}
+            print(f"(no profile: {exc})")
+
+    RESULTS.mkdir(exist_ok=True)
+    text = json.dumps(report, indent=1, ensure_ascii=False) + "\n"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    (RESULTS / f"bench-{stamp}.json").write_text(text, encoding="utf-8")
+    (RESULTS / "latest.json").write_text(text, encoding="utf-8")
+    print(f"\nwritten: {RESULTS / 'latest.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""The benchmark's figures as the tables ``make bench`` prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .density import LIMITS, PASSES
+
+
+def _k(n: float) -> str:
+    return f"{n / 1000:.1f}k"
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1_000_000:.1f} MB"
+
+
+def density(rows: list[dict[str, Any]]) -> str:
+    passes = list(PASSES)
+    short = {
+        "read→write": "rw",
+        "read→write, no shell": "rw-noshell",
+        "@file dedupe": "dedupe",
+        "recency (keep 3)": "recency",
+        "default (rw + dedupe)": "default",
+        "all three": "all",
+    }
+    head = f"{'transcript':<36}{'fmt':<6}{'entries':>8}{'before':>9}"
+    head += "".join(f"{short[p]:>11}" for p in passes)
+    head += "".join(f"{'@' + _k(limit).replace('.0', ''):>9}" for limit in LIMITS)
+    head += f"{'stale found/pruned (shell)':>28}{'valid':>7}"
+    lines = [head]
+    for row in rows:
+        fmt = "cc" if row["format"] == "claude-code" else "mswe"
+        line = f"{row['name'][:35]:<36}{fmt:<6}{row['entries']:>8}{_k(row['tokens_before']):>9}"
+        line += "".join(f"{_k(row['optimize'][p]):>11}" for p in passes)
+        for limit in LIMITS:
+            c = row["compress"][str(limit)]
+            mark = "!" if c["over_limit"] else ("*" if "compress" in c["steps"] else "")
+            line += f"{_k(c['tokens_after']) + mark:>9}"
+        s = row["stale_reads"]
+        stale = f"{s['found']}/{s['pruned']} ({s['found_shell']}/{s['pruned_shell']})"
+        line += f"{stale:>28}{'yes' if row['provider_valid'] else 'NO':>7}"
+        lines.append(line)
+    lines.append(
+        "tokens after optimize() with only the named passes on (rw-noshell: read→write "
+        "without shell commands);\n@limit: after history/compact at that contextLimit "
+        "(* compress ran, ! still over the limit);\nvalid: every output keeps the tool "
+        "call/response pairs its input had."
+    )
+    return "\n".join(lines)
+
+
+def latency(result: dict[str, Any]) -> str:
+    lines = [
+        f"session {result['session']} · contextLimit {result['context_limit']:,} "
+        "(compression never triggers: the continuous path is timed)",
+        f"{'scale':<7}{'entries':>8}{'json':>10}{'append p50':>12}{'compact p50':>13}"
+        f"{'p95':>9}{'get p50':>9}{'p95':>9}{'work p50':>10}{'reply':>10}",
+    ]
+    for name, s in result["scales"].items():
+        work = s["compact"]["p50_ms"] - s["get"]["p50_ms"]
+        lines.append(
+            f"{name:<7}{s['entries']:>8}{_mb(s['json_bytes']):>10}"
+            f"{s['append']['p50_ms']:>10.1f}ms{s['compact']['p50_ms']:>11.1f}ms"
+            f"{s['compact']['p95_ms']:>7.1f}ms{s['get']['p50_ms']:>7.1f}ms"
+            f"{s['get']['p95_ms']:>7.1f}ms{work:>8.1f}ms{_mb(s['compact_reply_bytes']):>10}"
+        )
+    lines.append(
+        "round trips over stdio after appending one turn (a tool call and its response); "
+        "work = compact − get."
+    )
+    return "\n".join(lines)
+
+
+def memory(result: dict[str, Any]) -> str:
+    lines = [
+        f"{'scale':<7}{'started':>10}{'idle':>10}{'loaded':>10}{'delta':>10}{'json':>10}"
+        f"{'delta/json':>12}{'after turns':>13}"
+    ]
+    for name, s in result["scales"].items():
+        delta = s["rss_loaded_bytes"] - s["rss_idle_bytes"]
+        lines.append(
+            f"{name:<7}{_mb(s['rss_started_bytes']):>10}{_mb(s['rss_idle_bytes']):>10}"
+            f"{_mb(s['rss_loaded_bytes']):>10}{_mb(delta):>10}{_mb(s['json_bytes']):>10}"
+            f"{delta / s['json_bytes']:>11.2f}×{_mb(s['rss_after_turns_bytes']):>13}"
+        )
+    lines.append(
+        "RSS of the daemon: just started; idle after a one-turn warm-up session; with the "
+        "session appended and compacted; after the timed turns."
+    )
+    return "\n".join(lines)
+
+
+def targets(result: dict[str, Any]) -> str:
+    t = result["targets"]
+    rows = [
+        ("compact p50, 1×, after a one-turn append", t["compact_p50_ms_1x"]["value"], "ms", 15.0),
+        (
+            "per-turn work 10× / 1× (compact − get, p50)",
+            t["per_turn_work_ratio_10x_over_1x"]["value"],
+            "×",
+            2.0,
+        ),
+        ("RSS above idle / JSON size, 10×", t["rss_over_json_10x"]["value"], "×", 3.0),
+    ]
+    lines = []
+    for label, value, unit, limit in rows:
+        verdict = "n/a" if value is None else ("met" if value <= limit else "NOT met")
+        shown = "n/a" if value is None else f"{value:g}{unit}"
+        lines.append(f"{label:<46}{shown:>10}  target ≤ {limit:g}{unit}  {verdict}")
+    work = t["per_turn_work_ratio_10x_over_1x"]
+    lines.append(f"(work 1×: {work['work_1x_ms']:g} ms, 10×: {work['work_10x_ms']:g} ms)")
+    return "\n".join(lines)
+
+
+def profile(result: dict[str, Any]) -> str:
+    lines = [
+        f"cProfile of the daemon, {result['times']}× session, per turn (append + compact), "
+        f"averaged over {result['turns']} turns",
+        "by own time:",
+    ]
+    lines += [f"  {r['self_ms']:>8.2f} ms  {r['function']}" for r in result["by_self"][:10]]
+    lines.append("hdcontext functions by cumulative time:")
+    lines += [
+        f"  {r['cumulative_ms']:>8.2f} ms  {r['function']}" for r in result["by_cumulative"][:10]
+    ]
+    return "\n".join(lines)
