@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit clean
+.PHONY: demo test lint typecheck unit bench clean vsix test-extension e2e nvim
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,10 +27,49 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+# The daemon's Neovim test drives it with Neovim's own LSP client (vim.lsp): install Neovim
+# from Debian when it is missing. Idempotent; without apt-get or root the test says why it skips.
+nvim:
+	@command -v nvim >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -q neovim >/dev/null 2>&1 \
+	    || { apt-get update -q >/dev/null && apt-get install -y -q neovim >/dev/null; } \
+	    || echo "make: could not install neovim; the Neovim test will skip"; \
+	  else echo "make: nvim is missing and apt-get (as root) is not available"; fi; }
+
+unit: $(STAMP) nvim
 	$(BIN)/pytest
 
-test: lint typecheck unit
+test: lint typecheck unit test-extension e2e
+
+# The VS Code extension (client-extension/): npm packages from the lockfile, then tsc --noEmit
+# and the Node tests (pure modules, the real daemon over vscode-jsonrpc, the vscode glue with a
+# mocked vscode module); `vsix` packages it offline; `e2e` runs it in code-server (setup.sh
+# installs code-server and chromium once, idempotently) and keeps screenshots in test-artifacts/.
+EXT       := client-extension
+EXT_STAMP := $(EXT)/node_modules/.installed
+
+$(EXT_STAMP): $(EXT)/package.json $(EXT)/package-lock.json
+	cd $(EXT) && npm ci --no-audit --no-fund
+	touch $(EXT_STAMP)
+
+vsix: $(EXT_STAMP)
+	cd $(EXT) && npm run --silent package
+	@echo "built $(EXT)/hdcontext.vsix"
+
+test-extension: $(STAMP) $(EXT_STAMP)
+	cd $(EXT) && npm run --silent typecheck && npm test --silent
+
+e2e: $(STAMP) vsix
+	$(EXT)/test/e2e/setup.sh
+	cd $(EXT) && npm run --silent package:fixture && npm run --silent test:e2e
+	@echo "e2e screenshots: test-artifacts/e2e/ (the last one also as test-artifacts/e2e-statusbar.png)"
+
+# Density on every real transcript in ../shared/data/transcripts, then latency, memory and a
+# profile of the daemon on the largest one; prints tables and writes bench/results/latest.json.
+bench: $(STAMP)
+	$(BIN)/python -m bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,4 +1,5 @@
-"""The ``hdcontext`` command line: ``compact`` a history file, ``serve`` the daemon."""
+"""The ``hdcontext`` command line: ``compact`` a conversation file, ``convert`` it between
+formats, ``serve`` the daemon."""
 
 from __future__ import annotations
 
@@ -13,10 +14,13 @@ from pathlib import Path
 
 from .compression.factory import STRATEGY_NAMES
 from .compression.types import CompressionError, SummarizerError
-from .content import ContentError, IContent, parse_entries_json
+from .content import IContent
+from .conversation import EXPORT_FORMATS, IMPORT_FORMATS, Conversation, FormatError
+from .exporters import ThinkingMode, export
+from .importers import load
 from .session import CompactResult, Session
 from .settings import SettingError
-from .tokens import ENCODING_NAME
+from .tokens import ENCODING_NAME, count_text
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -28,9 +32,15 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     compact = sub.add_parser(
         "compact",
-        help="run history/compact on an IContent JSON history and report tokens by pass",
+        help="run history/compact on a conversation file and report tokens by pass",
     )
-    compact.add_argument("file", type=Path, help="a JSON array of IContent entries")
+    compact.add_argument("file", type=Path, help="a conversation (IContent JSON, or --format)")
+    compact.add_argument(
+        "--format",
+        choices=("auto", *IMPORT_FORMATS),
+        default="auto",
+        help="the file's format (default: detected from its shape)",
+    )
     compact.add_argument("--strategy", choices=STRATEGY_NAMES, help="compression.strategy")
     compact.add_argument("--context-limit", type=int, help="contextLimit, in tokens")
     compact.add_argument(
@@ -39,6 +49,26 @@ def _parser() -> argparse.ArgumentParser:
         help="root that relative tool paths resolve against (default: the current directory)",
     )
     compact.add_argument("--json", action="store_true", help="print the CompactResult as JSON")
+    convert = sub.add_parser(
+        "convert",
+        help="convert a conversation file to IContent or a provider's message format",
+    )
+    convert.add_argument("file", type=Path, help="a conversation file")
+    convert.add_argument(
+        "--from",
+        dest="source",
+        choices=("auto", *IMPORT_FORMATS),
+        default="auto",
+        help="the file's format (default: detected from its shape)",
+    )
+    convert.add_argument("--to", dest="target", choices=EXPORT_FORMATS, required=True)
+    convert.add_argument("--output", "-o", type=Path, help="write here instead of standard output")
+    convert.add_argument(
+        "--reasoning-content",
+        action="store_true",
+        help="openai: keep thinking in the non-standard 'reasoning_content' field "
+        "(DeepSeek, vLLM); by default it is left out",
+    )
     serve = sub.add_parser(
         "serve",
         help="run the daemon: JSON-RPC with LSP framing on stdio (default) or a TCP socket",
@@ -118,23 +148,35 @@ def _table(result: CompactResult, before_entries: int, before_tokens: int) -> st
     return "\n".join(lines)
 
 
-def compact_main(args: argparse.Namespace) -> int:
+def _read_conversation(path: Path, fmt: str) -> tuple[Conversation, str] | None:
+    """The conversation in ``path``, or ``None`` after saying on stderr why not."""
     try:
-        data = args.file.read_bytes()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        print(f"hdcontext: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
-        return 2
+        print(f"hdcontext: cannot read {path}: {exc.strerror}", file=sys.stderr)
+        return None
+    except UnicodeDecodeError as exc:
+        print(f"hdcontext: {path} is not UTF-8 text: {exc.reason}", file=sys.stderr)
+        return None
     try:
-        entries = parse_entries_json(data, path="")
-    except ContentError as exc:
-        print(f"hdcontext: {args.file} is not an IContent history:", file=sys.stderr)
-        for line in exc.errors[:20]:
+        return load(text, fmt)
+    except FormatError as exc:
+        what = "a conversation" if fmt == "auto" else f"a valid {fmt} conversation"
+        print(f"hdcontext: {path} is not {what}:", file=sys.stderr)
+        for line in str(exc).split("; ")[:20]:
             print(f"  {line}", file=sys.stderr)
+        return None
+
+
+def compact_main(args: argparse.Namespace) -> int:
+    loaded = _read_conversation(args.file, args.format)
+    if loaded is None:
         return 2
-    root = os.path.abspath(args.workspace_root or os.getcwd())
+    conversation, fmt = loaded
+    root = os.path.abspath(args.workspace_root or conversation.workspace_root or os.getcwd())
     try:
         result, n_before, t_before = asyncio.run(
-            run_compact(entries, _overrides(args), root, str(args.file.resolve()))
+            run_compact(conversation.entries, _overrides(args), root, str(args.file.resolve()))
         )
     except SettingError as exc:
         print(f"hdcontext: {exc}", file=sys.stderr)
@@ -146,7 +188,33 @@ def compact_main(args: argparse.Namespace) -> int:
         json.dump(result.to_wire(), sys.stdout, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
+        print(f"{args.file.name}: {fmt} · workspace root {root}")
+        if conversation.system is not None:
+            tokens = count_text(conversation.system)
+            print(f"system prompt: {tokens:,} tokens, kept aside (not part of the history)")
         print(_table(result, n_before, t_before))
+    return 0
+
+
+def convert_main(args: argparse.Namespace) -> int:
+    loaded = _read_conversation(args.file, args.source)
+    if loaded is None:
+        return 2
+    conversation, _ = loaded
+    thinking: ThinkingMode = "reasoning_content" if args.reasoning_content else "drop"
+    exported = export(conversation, args.target, thinking=thinking)
+    text = json.dumps(exported.payload, ensure_ascii=False) + "\n"
+    if args.output is not None:
+        try:
+            args.output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            print(f"hdcontext: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
+            return 2
+    else:
+        sys.stdout.write(text)
+    if exported.dropped:
+        shown = ", ".join(f"{kind} ×{n}" for kind, n in exported.dropped.items())
+        print(f"hdcontext: {args.target} cannot carry: {shown}", file=sys.stderr)
     return 0
 
 
@@ -166,6 +234,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "compact":
         return compact_main(args)
+    if args.command == "convert":
+        return convert_main(args)
     if args.command == "serve":
         return serve_main(args)
     return 2  # pragma: no cover - argparse rejects unknown commands

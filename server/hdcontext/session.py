@@ -53,7 +53,7 @@ class Status:
 
     @property
     def percent(self) -> float:
-        return round(100.0 * self.total_tokens / self.context_limit, 2)
+        return 100.0 * self.total_tokens / self.context_limit
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -266,6 +266,7 @@ class Session:
             workspace_root=self._workspace_root(),
             read_tools=r.names("tools.read"),
             write_tools=r.names("tools.write"),
+            shell_tools=r.names("tools.shell"),
             external_writes=writes,
         )
 

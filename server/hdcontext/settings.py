@@ -52,6 +52,10 @@ DEFAULT_WRITE_TOOLS: tuple[str, ...] = (
 )
 
 
+# Tools whose ``command`` runs in a shell: gemini-cli/llxprt, Claude Code, mini-swe-agent, Codex.
+DEFAULT_SHELL_TOOLS: tuple[str, ...] = ("bash", "Bash", "run_shell_command", "shell")
+
+
 class SettingError(ValueError):
     def __init__(self, key: str, value: object, expected: str) -> None:
         self.key = key
@@ -175,6 +179,14 @@ SPECS: dict[str, Spec] = {
         ),
         Spec("tools.read", list(DEFAULT_READ_TOOLS), "a list of tool names", _str_list, list),
         Spec("tools.write", list(DEFAULT_WRITE_TOOLS), "a list of tool names", _str_list, list),
+        Spec(
+            "tools.shell",
+            list(DEFAULT_SHELL_TOOLS),
+            "a list of tool names",
+            _str_list,
+            list,
+            "Tools that run a shell command; their plain file reads and writes count.",
+        ),
         Spec("watch.enabled", True, "a boolean", lambda v: isinstance(v, bool)),
         Spec(
             "summarizer.provider",

@@ -72,3 +72,64 @@ def test_llm_strategy_without_a_summarizer_says_so() -> None:
     run = hdcontext("compact", str(EXAMPLE), "--strategy", "one-shot", "--context-limit", "3000")
     assert run.returncode == 3
     assert "summarizer" in run.stderr
+
+
+TRANSCRIPTS = REPO.parent / "shared" / "data" / "transcripts"
+MINI = TRANSCRIPTS / "mini-swe-agent" / "marshmallow-code__marshmallow-1343.traj.json"
+needs_transcripts = pytest.mark.skipif(not MINI.exists(), reason=f"{MINI} is missing")
+
+
+@needs_transcripts
+def test_compact_detects_a_mini_swe_agent_trajectory_and_prunes_its_shell_reads() -> None:
+    run = hdcontext("compact", str(MINI), "--json")
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert result["density"]["metadata"]["readWritePairsPruned"] > 0
+    table = hdcontext("compact", str(MINI), "--format", "mini-swe-agent")
+    assert table.returncode == 0, table.stderr
+    assert "mini-swe-agent · workspace root /testbed" in table.stdout
+
+
+def test_compact_reads_a_provider_format(tmp_path: Path) -> None:
+    from .format_samples import ANTHROPIC
+
+    sample = tmp_path / "anthropic.json"
+    sample.write_text(json.dumps(ANTHROPIC))
+    run = hdcontext("compact", str(sample), "--format", "anthropic", "--json")
+    assert run.returncode == 0, run.stderr
+    speakers = [e["speaker"] for e in json.loads(run.stdout)["history"]]
+    assert speakers == ["human", "ai", "tool", "ai", "human"]
+
+
+def test_compact_with_the_wrong_format_says_which(tmp_path: Path) -> None:
+    sample = tmp_path / "h.json"
+    sample.write_text('[{"speaker": "human", "blocks": []}]')
+    run = hdcontext("compact", str(sample), "--format", "gemini")
+    assert run.returncode == 2
+    assert "is not a valid gemini conversation" in run.stderr
+
+
+def test_convert_writes_the_target_format_and_names_what_it_left_out(tmp_path: Path) -> None:
+    from .format_samples import ANTHROPIC, OPENAI
+
+    sample = tmp_path / "anthropic.json"
+    sample.write_text(json.dumps(ANTHROPIC))
+    run = hdcontext("convert", str(sample), "--to", "openai")
+    assert run.returncode == 0, run.stderr
+    messages = json.loads(run.stdout)
+    assert [m["role"] for m in messages] == [m["role"] for m in OPENAI]
+    assert "openai cannot carry: thinking ×1, tool error flag ×1" in run.stderr
+
+    out = tmp_path / "back.json"
+    again = hdcontext(
+        "convert", str(sample), "--from", "anthropic", "--to", "anthropic", "-o", str(out)
+    )
+    assert again.returncode == 0, again.stderr
+    assert json.loads(out.read_text()) == ANTHROPIC
+    assert again.stdout == "" and again.stderr == ""
+
+
+def test_convert_needs_a_target() -> None:
+    run = hdcontext("convert", str(EXAMPLE))
+    assert run.returncode == 2
+    assert "--to" in run.stderr

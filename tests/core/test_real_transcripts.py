@@ -72,12 +72,34 @@ async def test_optimize_prunes_exactly_the_stale_reads(path: Path) -> None:
     history = load(path)
     expected = oracle_stale_reads(history)
     session = Session("real", workspace_root=lambda: "/")
+    session.set_override("tools.shell", [])  # the oracle knows the file tools only
     await session.append(history)
     result = await session.compact()
     pruned = call_ids(history) - call_ids(result.history)
     assert pruned == expected
     assert pairing_problems(result.history) == set()
     assert list(session.history.transcript) == history
+
+
+async def test_a_bash_head_of_a_file_edited_later_is_pruned_in_a_real_session() -> None:
+    path = TRANSCRIPTS / "jssoundrecorder-7acd37a8.jsonl"
+    if not path.exists():
+        pytest.skip(f"{path} is missing")
+    history = load(path)
+    head = next(
+        b
+        for e in history
+        for b in e.blocks
+        if isinstance(b, ToolCallBlock)
+        and isinstance(b.parameters, dict)
+        and b.parameters.get("command") == "head -20 js/drone.js"
+    )
+    session = Session("real", workspace_root=lambda: "/")
+    await session.append(history)
+    result = await session.compact()
+    pruned = call_ids(history) - call_ids(result.history)
+    assert pruned == oracle_stale_reads(history) | {head.id}
+    assert pairing_problems(result.history) == set()
 
 
 async def test_some_real_session_has_stale_reads() -> None:

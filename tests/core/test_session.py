@@ -345,7 +345,7 @@ async def test_status_reports_curated_tokens_and_percent() -> None:
     st = s.status()
     assert st.entry_count == 1
     assert st.total_tokens == s.history.total_tokens
-    assert st.to_wire()["percent"] == round(100 * st.total_tokens / 1000, 2)
+    assert st.to_wire()["percent"] == 100 * st.total_tokens / 1000
     assert st.to_wire()["threshold"] == 0.85
 
 

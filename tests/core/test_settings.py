@@ -32,6 +32,7 @@ def test_every_protocol_key_has_its_default() -> None:
         "contextLimit",
         "tools.read",
         "tools.write",
+        "tools.shell",
         "watch.enabled",
         "summarizer.provider",
         "summarizer.baseUrl",
@@ -48,6 +49,7 @@ def test_every_protocol_key_has_its_default() -> None:
     assert r.values["compression.density.recencyRetention"] == 3
     assert r.values["contextLimit"] == 200_000
     assert r.values["watch.enabled"] is True
+    assert r.values["tools.shell"] == ["bash", "Bash", "run_shell_command", "shell"]
     assert r.values["summarizer.provider"] == "client"
     assert r.values["summarizer.baseUrl"] is None
     assert set(r.sources.values()) == {"default"}

@@ -13,15 +13,22 @@ model still needs is worse than keeping a stale one:
   timestamp to order it against;
 * a call id used by more than one tool call is ambiguous, so such calls are neither removed
   nor counted as writes;
-* a multi-file read goes only when every file it names is stale and none is a glob.
+* a multi-file read goes only when every file it names is stale and none is a glob;
+* a shell call (``config.shell_tools``) reads or writes only in the plain forms ``shell.py``
+  recognises, in the directory its ``cwd`` parameter or its entry's ``metadata.cwd`` names;
+  it counts as a write under the same rule as a write tool, and also not when its output
+  reports a nonzero exit status; it goes as a read only when it did nothing but read (one
+  command, no write) and every file it read is stale.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..content import IContent, ToolCallBlock, ToolResponseBlock
+from ..shell import ShellCall, ShellEffect, command_of, cwd_of, effects_in_order, exit_status
 from ..tools import extract_path, extract_paths, resolve_path
 from .edits import PassEdits, edits_from_blocks
 from .types import DensityConfig
@@ -42,39 +49,91 @@ class _Response:
     block: ToolResponseBlock
 
 
+@dataclass(frozen=True)
+class _ShellRun:
+    effect: ShellEffect
+    succeeded: bool
+
+
+@dataclass(frozen=True)
+class StaleRead:
+    """A read some of whose files were written after it."""
+
+    call_id: str
+    tool_name: str
+    paths: tuple[str, ...]
+    stale: tuple[str, ...]
+    prunable: bool
+    """Every file is stale and the call did nothing but read: the pass removes it."""
+
+
 def prune_stale_reads(history: Sequence[IContent], config: DensityConfig) -> PassEdits:
     """Remove every read tool call (and its responses) whose files were all written later.
 
     Ignores ``config.read_write_pruning``: whether the pass runs at all is the strategy's
     decision, so the pass can be tested on its own.
     """
-    calls = _unique_calls(history)
-    responses = _responses_by_call(history)
-    last_write = _last_writes(calls, responses, config)
-    ledger = _ledger(config)
-
+    stale, calls, responses = _analyse(history, config)
     drop: dict[int, set[int]] = {}
-    for call_id, call in calls.items():
-        if call.block.name not in config.read_tools:
+    for found in stale:
+        if not found.prunable:
             continue
-        paths = _read_paths(call.block, config.workspace_root)
-        if paths is None:
-            continue
-        read_time = _read_time(history, call, responses.get(call_id, []))
-        if all(
-            _written_after(path, call.position, read_time, last_write, ledger) for path in paths
-        ):
-            entry, block = call.position
+        entry, block = calls[found.call_id].position
+        drop.setdefault(entry, set()).add(block)
+        for response in responses.get(found.call_id, []):
+            entry, block = response.position
             drop.setdefault(entry, set()).add(block)
-            for response in responses.get(call_id, []):
-                entry, block = response.position
-                drop.setdefault(entry, set()).add(block)
 
     new_blocks = {
         entry: [b for j, b in enumerate(history[entry].blocks) if j not in blocks]
         for entry, blocks in drop.items()
     }
     return edits_from_blocks(history, new_blocks)
+
+
+def find_stale_reads(history: Sequence[IContent], config: DensityConfig) -> list[StaleRead]:
+    """Every read with at least one file written after it, in call order, and whether the
+    pass may remove it. The pass removes exactly the prunable ones; the rest is for reports
+    (a read partly stale, a shell command that did more than read)."""
+    return _analyse(history, config)[0]
+
+
+def _analyse(
+    history: Sequence[IContent], config: DensityConfig
+) -> tuple[list[StaleRead], dict[str, _Call], dict[str, list[_Response]]]:
+    """The stale reads, with the call and response indexes they were found with."""
+    calls = _unique_calls(history)
+    responses = _responses_by_call(history)
+    shell = _shell_effects(history, responses, config)
+    last_write = _last_writes(calls, responses, shell, config)
+    ledger = _ledger(config)
+
+    out: list[StaleRead] = []
+    for call_id, call in calls.items():
+        read = _read_of(call.block, shell.get(call_id), config)
+        if read is None:
+            continue
+        paths, only_reads = read
+        read_time = _read_time(history, call, responses.get(call_id, []))
+        stale = tuple(
+            p for p in paths if _written_after(p, call.position, read_time, last_write, ledger)
+        )
+        if stale:
+            prunable = only_reads and len(stale) == len(paths)
+            out.append(StaleRead(call_id, call.block.name, paths, stale, prunable))
+    return out, calls, responses
+
+
+def _read_of(
+    call: ToolCallBlock, effect: _ShellRun | None, config: DensityConfig
+) -> tuple[tuple[str, ...], bool] | None:
+    """(resolved files read, whether reading was all the call did), or ``None``."""
+    if call.name in config.read_tools:
+        paths = _read_paths(call, config.workspace_root)
+        return None if paths is None else (tuple(paths), True)
+    if effect is not None and effect.effect.reads:
+        return effect.effect.reads, effect.effect.pure_read
+    return None
 
 
 def _unique_calls(history: Sequence[IContent]) -> dict[str, _Call]:
@@ -107,23 +166,81 @@ def _answers(call: _Call, responses: Sequence[_Response]) -> list[_Response]:
     return [r for r in responses if r.position > call.position]
 
 
+def _succeeded(call: _Call, responses: Sequence[_Response]) -> bool:
+    """Answered, with no error: the one rule for "this write happened"."""
+    answers = _answers(call, responses)
+    return bool(answers) and not any(r.block.error for r in answers)
+
+
+def _shell_effects(
+    history: Sequence[IContent], responses: dict[str, list[_Response]], config: DensityConfig
+) -> dict[str, _ShellRun]:
+    """The effect of every shell call with a unique id, read in the order the calls ran.
+
+    A call succeeded when it is answered without an error (as a write tool) and no answer
+    reports a nonzero exit status. Calls with a repeated id still take part in following
+    ``cd`` (as failed calls: their responses cannot be told apart) but get no effect.
+    """
+    if not config.shell_tools:
+        return {}
+    found: list[tuple[_Call, str]] = []
+    for i, entry in enumerate(history):
+        for j, block in enumerate(entry.blocks):
+            if isinstance(block, ToolCallBlock) and block.name in config.shell_tools:
+                command = command_of(block.parameters)
+                if command is not None:
+                    found.append((_Call((i, j), block), command))
+    repeated = {
+        call_id for call_id, n in Counter(call.block.id for call, _ in found).items() if n > 1
+    }
+    runs: list[ShellCall] = []
+    for call, command in found:
+        answers = _answers(call, responses.get(call.block.id, []))
+        ok = (
+            call.block.id not in repeated
+            and _succeeded(call, answers)
+            and all(exit_status(r.block.result) in (None, 0) for r in answers)
+        )
+        cwd = cwd_of(call.block.parameters) or _entry_cwd(history[call.position[0]])
+        runs.append(ShellCall(command, cwd, ok))
+    effects = effects_in_order(runs, config.workspace_root)
+    return {
+        call.block.id: _ShellRun(effect, run.succeeded)
+        for (call, _), run, effect in zip(found, runs, effects, strict=True)
+        if effect is not None and call.block.id not in repeated
+    }
+
+
+def _entry_cwd(entry: IContent) -> str | None:
+    """``metadata.cwd``: where the agent's shell was when it made the entry's calls
+    (Claude Code records it; its shell keeps the directory between calls)."""
+    extra = entry.metadata.model_extra if entry.metadata is not None else None
+    cwd = (extra or {}).get("cwd")
+    return cwd if isinstance(cwd, str) and cwd else None
+
+
 def _last_writes(
-    calls: dict[str, _Call], responses: dict[str, list[_Response]], config: DensityConfig
+    calls: dict[str, _Call],
+    responses: dict[str, list[_Response]],
+    shell: dict[str, _ShellRun],
+    config: DensityConfig,
 ) -> dict[str, Position]:
     """Resolved path -> position of the latest write known to have succeeded."""
     latest: dict[str, Position] = {}
+
+    def note(path: str, position: Position) -> None:
+        if path not in latest or latest[path] < position:
+            latest[path] = position
+
     for call_id, call in calls.items():
-        if call.block.name not in config.write_tools:
-            continue
-        path = extract_path(call.block.parameters)
-        if path is None:
-            continue
-        answers = _answers(call, responses.get(call_id, []))
-        if not answers or any(r.block.error for r in answers):
-            continue
-        resolved = resolve_path(path, config.workspace_root)
-        if resolved not in latest or latest[resolved] < call.position:
-            latest[resolved] = call.position
+        if call.block.name in config.write_tools:
+            path = extract_path(call.block.parameters)
+            if path is not None and _succeeded(call, responses.get(call_id, [])):
+                note(resolve_path(path, config.workspace_root), call.position)
+        run = shell.get(call_id)
+        if run is not None and run.succeeded:
+            for path in run.effect.writes:
+                note(path, call.position)
     return latest
 
 

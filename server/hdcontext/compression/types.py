@@ -49,6 +49,8 @@ class DensityConfig:
     workspace_root: str = ""
     read_tools: frozenset[str] = frozenset()
     write_tools: frozenset[str] = frozenset()
+    shell_tools: frozenset[str] = frozenset()
+    """Tools that run a shell command: their plain reads and writes count (``shell.py``)."""
     external_writes: Sequence[FileWrite] = ()
 
     @property

@@ -1,0 +1,165 @@
+/**
+ * The API of the hdcontext extension (`hdcontext.hdcontext`), for chat extensions.
+ *
+ * A chat extension hands its conversation to the hdcontext daemon and, before each model call,
+ * asks it for the history to send:
+ *
+ * ```ts
+ * const api: HdcontextApi = await vscode.extensions.getExtension('hdcontext.hdcontext')!.activate();
+ * await api.open('chat-1', { contextLimit: 128000, model: 'gpt-4o' });
+ * await api.append('chat-1', [{ speaker: 'human', blocks: [{ type: 'text', text: 'Hi' }] }]);
+ * const { history } = await api.compact('chat-1', { pendingTokens: 2000 });
+ * // send `history` to the model, then append its answer (and tool calls / results) again
+ * ```
+ *
+ * Every call waits for the daemon to be up; it rejects with an Error when the daemon cannot
+ * start (its message says why, e.g. that the interpreter lacks the `hdcontext` package), and with
+ * an Error whose `code` is the protocol's error code when the daemon refuses the request
+ * (-32602 bad params, -32001 unknown session, -32002 no summarizer for an LLM strategy).
+ *
+ * The wire shapes below are those of the hdcontext wire protocol, version 1 (PROTOCOL.md).
+ * This file needs no other declarations (no `vscode` import): copy it into your extension.
+ */
+
+/** A text block. */
+export interface TextBlock {
+    type: 'text';
+    text: string;
+    [extra: string]: unknown;
+}
+/** A tool call made by the model. */
+export interface ToolCallBlock {
+    type: 'tool_call';
+    id: string;
+    name: string;
+    parameters: unknown;
+    [extra: string]: unknown;
+}
+/** The result of a tool call (`callId` is the call's `id`). */
+export interface ToolResponseBlock {
+    type: 'tool_response';
+    callId: string;
+    toolName: string;
+    result: unknown;
+    error?: string;
+    [extra: string]: unknown;
+}
+export interface ThinkingBlock {
+    type: 'thinking';
+    thought: string;
+    [extra: string]: unknown;
+}
+export interface MediaBlock {
+    type: 'media';
+    mimeType: string;
+    data: string;
+    encoding: 'url' | 'base64';
+    [extra: string]: unknown;
+}
+export interface CodeBlock {
+    type: 'code';
+    code: string;
+    language?: string;
+    [extra: string]: unknown;
+}
+export type Block = TextBlock | ToolCallBlock | ToolResponseBlock | ThinkingBlock | MediaBlock | CodeBlock;
+
+export type Speaker = 'human' | 'ai' | 'tool';
+
+/** One history entry (llxprt's IContent JSON). Unknown extra keys are kept unchanged. */
+export interface IContent {
+    speaker: Speaker;
+    blocks: Block[];
+    /** `timestamp` (ms since the epoch) is set by the daemon on append when absent. */
+    metadata?: { timestamp?: number; id?: string; [key: string]: unknown };
+    [extra: string]: unknown;
+}
+
+/** What a status bar shows about one session. */
+export interface Status {
+    sessionId: string;
+    /** Increases by one with every change to the session's history. */
+    version: number;
+    entryCount: number;
+    /** Tokens of the curated view the next model call would receive. */
+    totalTokens: number;
+    contextLimit: number;
+    /** Share of contextLimit at which compression runs, in (0, 1]. */
+    threshold: number;
+    /** 100 × totalTokens / contextLimit. */
+    percent: number;
+    strategy: string;
+    /** Tokens that density edits and compression have removed so far. */
+    savedTokens: number;
+}
+
+export interface DensityReport {
+    removals: number;
+    replacements: number;
+    metadata: { readWritePairsPruned: number; fileDeduplicationsPruned: number; recencyPruned: number };
+    tokensBefore: number;
+    tokensAfter: number;
+}
+
+export interface CompressionReport {
+    strategy: string;
+    tokensBefore: number;
+    tokensAfter: number;
+    /** A JSONL export of the whole transcript, named in LLM summaries; null when none was written. */
+    transcriptPath: string | null;
+}
+
+/** What `compact` returns: the history to send to the model, and what was done to it. */
+export interface CompactResult {
+    history: IContent[];
+    status: Status;
+    density: DensityReport | null;
+    compression: CompressionReport | null;
+    /** True when even the emergency pass left the history over the context limit. */
+    overLimit: boolean;
+}
+
+/**
+ * `curated`: what a model receives; `raw`: the working history with density edits applied;
+ * `transcript`: everything ever appended, never pruned.
+ */
+export type HistoryView = 'curated' | 'raw' | 'transcript';
+
+export interface GetResult {
+    entries: IContent[];
+    status: Status;
+}
+
+/** Structurally the same as `vscode.Disposable`. */
+export interface Disposable {
+    dispose(): unknown;
+}
+/** Structurally the same as `vscode.Event<T>`. */
+export type Event<T> = (listener: (e: T) => unknown, thisArgs?: unknown, disposables?: Disposable[]) => Disposable;
+
+export interface OpenOptions {
+    /** The chat model's context window: overrides `hdcontext.contextLimit` for this session. */
+    contextLimit?: number;
+    /** The chat model's name (informational). */
+    model?: string;
+}
+
+export interface CompactOptions {
+    /** Tokens about to be added (e.g. the new user message and tool schemas). */
+    pendingTokens?: number;
+}
+
+export interface HdcontextApi {
+    /** The wire protocol version this extension speaks. */
+    readonly protocolVersion: 1;
+    /** Creates the session, or resumes the stored one (also after a restart). */
+    open(sessionId: string, options?: OpenOptions): Promise<Status>;
+    /** Appends entries, all or none. */
+    append(sessionId: string, entries: IContent[]): Promise<Status>;
+    /** Call it before each model call: returns the history to send. */
+    compact(sessionId: string, options?: CompactOptions): Promise<CompactResult>;
+    /** One view of the session's history (default `curated`). */
+    getHistory(sessionId: string, view?: HistoryView): Promise<GetResult>;
+    /** Fires with a session's Status after every change to it (the daemon's `history/tokens`). */
+    readonly onTokens: Event<Status>;
+}

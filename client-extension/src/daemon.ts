@@ -1,0 +1,327 @@
+/**
+ * Starts and supervises the hdcontext daemon with vscode-languageclient over stdio.
+ *
+ * Before starting, it checks that the chosen interpreter can import hdcontext; when it cannot,
+ * the user gets one clear message with the command that fixes it, and nothing is retried until
+ * they ask (`hdcontext: Restart Daemon`, or a change of `hdcontext.server.pythonPath`). A daemon
+ * that exits is restarted at most MAX_RESTARTS times in RESTART_WINDOW_MS, then left stopped with
+ * one message.
+ */
+
+import * as vscode from 'vscode';
+import {
+    CloseAction,
+    ErrorAction,
+    LanguageClient,
+    type LanguageClientOptions,
+    type ServerOptions,
+} from 'vscode-languageclient/node';
+
+import { DaemonClient } from './daemonClient';
+import {
+    chooseInterpreter,
+    checkHdcontext,
+    installCommand,
+    problemMessage,
+    SERVE_ARGS,
+    type CheckResult,
+    type InterpreterChoice,
+} from './interpreter';
+import { PROTOCOL_VERSION, SETTINGS_SECTION, serverProtocolVersion, type InitializationOptions, type Status } from './protocol';
+import { daemonSection } from './settingsSection';
+import type { EditorSummarizer } from './summarizer';
+
+export const CLIENT_ID = 'hdcontext';
+export const CLIENT_NAME = 'hdcontext daemon';
+export const MAX_RESTARTS = 3;
+export const RESTART_WINDOW_MS = 3 * 60 * 1000;
+const PYTHON_EXTENSION = 'ms-python.python';
+const PYTHON_EXTENSION_TIMEOUT_MS = 15000;
+
+export interface DaemonHost {
+    output: vscode.OutputChannel;
+    /** initializationOptions.storageDir: where sessions and transcripts persist. */
+    storageDir: string;
+    summarizer: EditorSummarizer;
+    onTokens(status: Status): void;
+    onStarting(): void;
+    onRunning(): void;
+    onFailed(message: string): void;
+}
+
+/** How a language client is made: a seam for the tests. */
+export type ClientFactory = (serverOptions: ServerOptions, clientOptions: LanguageClientOptions) => LanguageClient;
+
+const defaultFactory: ClientFactory = (serverOptions, clientOptions) =>
+    new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
+
+export class DaemonProblem extends Error {}
+
+export class Daemon implements vscode.Disposable {
+    private client: LanguageClient | undefined;
+    private startup: Promise<DaemonClient> | undefined;
+    private problem: string | undefined;
+    private problemShown = false;
+    private restarts: number[] = [];
+    private disposables: vscode.Disposable[] = [];
+    interpreter: InterpreterChoice | undefined;
+
+    constructor(
+        private readonly host: DaemonHost,
+        private readonly factory: ClientFactory = defaultFactory,
+    ) {}
+
+    log(line: string): void {
+        this.host.output.appendLine(`[${new Date().toISOString()}] ${line}`);
+    }
+
+    /** The running daemon's client; starts it on first use. Rejects with the reason it cannot start. */
+    ready(): Promise<DaemonClient> {
+        if (this.startup === undefined) {
+            this.startup = this.start();
+            // A failed start is kept (no retry loop); restart() clears it.
+            this.startup.catch(() => undefined);
+        }
+        return this.startup;
+    }
+
+    /** The last reason the daemon could not start or stopped, if any. */
+    get failure(): string | undefined {
+        return this.problem;
+    }
+
+    get installHint(): string | undefined {
+        return this.interpreter ? installCommand(this.interpreter.path) : undefined;
+    }
+
+    private async start(): Promise<DaemonClient> {
+        this.problem = undefined;
+        this.host.onStarting();
+        const choice = chooseInterpreter(
+            vscode.workspace.getConfiguration(SETTINGS_SECTION).get<string>('server.pythonPath'),
+            await this.pythonExtensionInterpreter(),
+        );
+        this.interpreter = choice;
+        this.log(`interpreter: ${choice.path} (${choice.source})`);
+        const check: CheckResult = await checkHdcontext(choice.path);
+        const problem = problemMessage(choice, check);
+        if (problem !== null) {
+            throw this.fail(problem, choice, !check.ok && check.kind === 'missing-package');
+        }
+        if (check.ok) {
+            this.log(`hdcontext ${check.version} found; starting ${choice.path} ${SERVE_ARGS.join(' ')}`);
+        }
+        const client = this.factory(this.serverOptions(choice), this.clientOptions());
+        this.client = client;
+        try {
+            await client.start();
+        } catch (err) {
+            this.client = undefined;
+            await client.dispose().catch(() => undefined);
+            throw this.fail(`hdcontext: the daemon did not start: ${errorText(err)}. See the hdcontext output channel.`, choice);
+        }
+        const version = serverProtocolVersion(client.initializeResult?.capabilities);
+        if (version !== PROTOCOL_VERSION) {
+            this.log(`warning: the daemon speaks protocol version ${String(version)}; this extension speaks ${PROTOCOL_VERSION}`);
+        }
+        const daemon = new DaemonClient(client);
+        this.disposables.push(
+            client.onNotification('window/logMessage', (p: { type?: number; message?: string }) => this.onLogMessage(p)),
+            daemon.onTokens(
+                (s) => this.host.onTokens(s),
+                (bad) => this.log(`ignored a history/tokens notification that is not a Status: ${JSON.stringify(bad).slice(0, 200)}`),
+            ),
+            daemon.onSummarize((params, token) => this.host.summarizer.summarize(params, token as vscode.CancellationToken)),
+        );
+        this.log(`daemon running (protocol ${String(version)}), storage ${this.host.storageDir}`);
+        this.host.onRunning();
+        return daemon;
+    }
+
+    private serverOptions(choice: InterpreterChoice): ServerOptions {
+        // No `transport`: with TransportKind.stdio the client would append `--stdio` to the args.
+        return {
+            command: choice.path,
+            args: [...SERVE_ARGS],
+            options: { env: { ...process.env, PYTHONUNBUFFERED: '1' } },
+        };
+    }
+
+    private clientOptions(): LanguageClientOptions {
+        const initializationOptions: InitializationOptions = { storageDir: this.host.storageDir };
+        return {
+            // Saves count as writes (didSave); no language features, so every file scheme.
+            documentSelector: [{ scheme: 'file' }],
+            // The daemon pulls section `hdcontext` (workspace/configuration) after `initialized`
+            // and again on each didChangeConfiguration, which this makes the client send.
+            synchronize: { configurationSection: SETTINGS_SECTION },
+            initializationOptions,
+            outputChannel: this.host.output,
+            middleware: {
+                workspace: {
+                    configuration: (params, token, next) => {
+                        if (params.items.every((item) => item.section === SETTINGS_SECTION)) {
+                            const config = vscode.workspace.getConfiguration(SETTINGS_SECTION);
+                            return params.items.map(() => daemonSection(config));
+                        }
+                        return next(params, token);
+                    },
+                },
+            },
+            errorHandler: {
+                error: (_error, _message, count) => ({
+                    action: (count ?? 0) <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown,
+                    handled: true,
+                }),
+                closed: () => this.onClosed(),
+            },
+            initializationFailedHandler: (error) => {
+                this.log(`initialize failed: ${errorText(error)}`);
+                return false;
+            },
+        };
+    }
+
+    /**
+     * The daemon's `window/logMessage` goes to the output channel; its warnings about refused
+     * settings (PROTOCOL.md: key, value, what was expected) are also shown to the user, since
+     * they follow an edit the user just made.
+     */
+    private onLogMessage(p: { type?: number; message?: string }): void {
+        const message = String(p.message ?? '');
+        const kind = p.type === 1 ? 'error' : p.type === 2 ? 'warning' : p.type === 3 ? 'info' : 'log';
+        this.host.output.appendLine(`[daemon ${kind}] ${message}`);
+        if ((p.type === 1 || p.type === 2) && message.startsWith('hdcontext:') && !this.warningsOnScreen.has(message)) {
+            this.warningsOnScreen.add(message);
+            void Promise.resolve(vscode.window.showWarningMessage(message)).finally(() => this.warningsOnScreen.delete(message));
+        }
+    }
+
+    private readonly warningsOnScreen = new Set<string>();
+
+    private onClosed(): { action: CloseAction; handled: boolean } {
+        const now = Date.now();
+        this.restarts = this.restarts.filter((t) => now - t < RESTART_WINDOW_MS);
+        if (this.restarts.length < MAX_RESTARTS) {
+            this.restarts.push(now);
+            this.log(`the daemon exited; restarting (${this.restarts.length} of ${MAX_RESTARTS} in ${RESTART_WINDOW_MS / 60000} minutes)`);
+            return { action: CloseAction.Restart, handled: true };
+        }
+        const message =
+            `hdcontext: the daemon exited ${MAX_RESTARTS + 1} times in ${RESTART_WINDOW_MS / 60000} minutes and is left stopped. ` +
+            'See the hdcontext output channel, then run "hdcontext: Restart Daemon".';
+        this.fail(message, this.interpreter);
+        this.startup = Promise.reject(new DaemonProblem(message));
+        this.startup.catch(() => undefined);
+        return { action: CloseAction.DoNotRestart, handled: true };
+    }
+
+    /** Records why the daemon cannot run and tells the user once. */
+    private fail(message: string, choice: InterpreterChoice | undefined, offerInstall = false): DaemonProblem {
+        this.problem = message;
+        this.log(message);
+        this.host.onFailed(message);
+        if (!this.problemShown) {
+            this.problemShown = true;
+            void this.showProblem(message, offerInstall ? choice : undefined);
+        }
+        return new DaemonProblem(message);
+    }
+
+    /** The one error message; with "Copy Install Command" when the package is missing. */
+    private async showProblem(message: string, choice: InterpreterChoice | undefined): Promise<void> {
+        const copy = 'Copy Install Command';
+        const settings = 'Open Settings';
+        const log = 'Show Log';
+        const actions = choice ? [copy, settings, log] : [settings, log];
+        const picked = await vscode.window.showErrorMessage(message, ...actions);
+        if (picked === copy && choice) {
+            await vscode.env.clipboard.writeText(installCommand(choice.path));
+        } else if (picked === settings) {
+            await vscode.commands.executeCommand('workbench.action.openSettings', 'hdcontext.server.pythonPath');
+        } else if (picked === log) {
+            this.host.output.show(true);
+        }
+    }
+
+    /** The Python extension's interpreter for the first folder; never in an untrusted workspace. */
+    private async pythonExtensionInterpreter(): Promise<string | undefined> {
+        const ext = vscode.extensions.getExtension(PYTHON_EXTENSION);
+        if (ext === undefined) {
+            return undefined;
+        }
+        if (!vscode.workspace.isTrusted) {
+            this.log('Restricted Mode: not using the Python extension interpreter');
+            return undefined;
+        }
+        try {
+            const api: any = ext.isActive ? ext.exports : await withTimeout(ext.activate(), PYTHON_EXTENSION_TIMEOUT_MS);
+            const resource = vscode.workspace.workspaceFolders?.[0]?.uri;
+            const envPath = api?.environments?.getActiveEnvironmentPath?.(resource);
+            if (envPath) {
+                const env = await api.environments.resolveEnvironment?.(envPath);
+                const exe: unknown = env?.executable?.uri?.fsPath;
+                if (typeof exe === 'string' && exe) {
+                    return exe;
+                }
+                if (typeof envPath.path === 'string' && envPath.path) {
+                    return envPath.path;
+                }
+            }
+            const details = api?.settings?.getExecutionDetails?.(resource);
+            const cmd: unknown = details?.execCommand?.[0];
+            return typeof cmd === 'string' && cmd ? cmd : undefined;
+        } catch (err) {
+            this.log(`the Python extension gave no interpreter: ${errorText(err)}`);
+            return undefined;
+        }
+    }
+
+    /** Stops the daemon and starts it again (after the user fixed the interpreter, say). */
+    async restart(): Promise<DaemonClient> {
+        await this.stop();
+        this.problemShown = false;
+        this.restarts = [];
+        return this.ready();
+    }
+
+    async stop(): Promise<void> {
+        for (const d of this.disposables.splice(0)) {
+            d.dispose();
+        }
+        const client = this.client;
+        this.client = undefined;
+        this.startup = undefined;
+        if (client !== undefined) {
+            try {
+                await client.stop(5000);
+            } catch (err) {
+                this.log(`stopping the daemon: ${errorText(err)}`);
+            }
+        }
+    }
+
+    dispose(): void {
+        void this.stop();
+    }
+}
+
+function withTimeout<T>(p: Thenable<T>, ms: number): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+        p.then(
+            (v) => {
+                clearTimeout(timer);
+                resolve(v);
+            },
+            (e: unknown) => {
+                clearTimeout(timer);
+                reject(e instanceof Error ? e : new Error(String(e)));
+            },
+        );
+    });
+}
+
+export function errorText(err: unknown): string {
+    return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,114 @@
+/**
+ * The hdcontext extension: starts the daemon, shows the active session's tokens in the status
+ * bar, answers `history/summarize` with `vscode.lm`, offers the commands, and returns the API
+ * (`api.d.ts`) that chat extensions use to hand their conversation over.
+ */
+
+import * as fs from 'node:fs';
+
+import * as vscode from 'vscode';
+
+import type { HdcontextApi } from '../api';
+import { registerCommands } from './commands';
+import { Daemon, type ClientFactory } from './daemon';
+import { PROTOCOL_VERSION, SETTINGS_SECTION, type CompactResult, type Status } from './protocol';
+import { StatusBar } from './statusBar';
+import { EditorSummarizer, MODEL_SETTING } from './summarizer';
+
+export const OUTPUT_CHANNEL = 'hdcontext';
+
+let current: { daemon: Daemon } | undefined;
+
+/** Tests pass a fake language client factory; VS Code calls it with the context only. */
+export async function activate(context: vscode.ExtensionContext, factory?: ClientFactory): Promise<HdcontextApi> {
+    const output = vscode.window.createOutputChannel(OUTPUT_CHANNEL);
+    const statusBar = new StatusBar();
+    const tokens = new vscode.EventEmitter<Status>();
+    const transcripts = new Map<string, string>();
+    context.subscriptions.push(output, statusBar, tokens);
+
+    const errorsOnScreen = new Set<string>();
+    const summarizer = new EditorSummarizer({
+        modelSetting: () => vscode.workspace.getConfiguration(SETTINGS_SECTION).get<string>(MODEL_SETTING, '') ?? '',
+        log: (line) => daemon.log(line),
+        showError: (message) => {
+            if (errorsOnScreen.has(message)) {
+                return;
+            }
+            errorsOnScreen.add(message);
+            void Promise.resolve(vscode.window.showErrorMessage(message)).finally(() => errorsOnScreen.delete(message));
+        },
+    });
+
+    const storageDir = context.globalStorageUri.fsPath;
+    try {
+        fs.mkdirSync(storageDir, { recursive: true });
+    } catch {
+        // the daemon reports it if it cannot create its storage either
+    }
+
+    const onTokens = (status: Status): void => {
+        statusBar.update(status);
+        tokens.fire(status);
+    };
+    const daemon = new Daemon(
+        {
+            output,
+            storageDir,
+            summarizer,
+            onTokens,
+            onStarting: () => statusBar.starting(),
+            onRunning: () => statusBar.running(),
+            onFailed: (message) => statusBar.failed(message),
+        },
+        factory,
+    );
+    context.subscriptions.push(daemon);
+    current = { daemon };
+
+    const noteCompaction = (result: CompactResult): void => {
+        const path = result.compression?.transcriptPath;
+        if (path) {
+            transcripts.set(result.status.sessionId, path);
+        }
+        statusBar.update(result.status);
+    };
+    registerCommands(context, { daemon, statusBar, output, transcripts, noteCompaction });
+
+    context.subscriptions.push(
+        vscode.workspace.onDidChangeConfiguration((e) => {
+            if (e.affectsConfiguration(`${SETTINGS_SECTION}.server.pythonPath`)) {
+                daemon.log('hdcontext.server.pythonPath changed: restarting the daemon');
+                statusBar.sessions.clear();
+                void daemon.restart().catch(() => undefined);
+            }
+        }),
+    );
+
+    // Start now; API calls and commands wait for it.
+    void daemon.ready().catch(() => undefined);
+
+    const api: HdcontextApi = {
+        protocolVersion: PROTOCOL_VERSION,
+        open: async (sessionId, options) => {
+            const status = await (await daemon.ready()).open(sessionId, options ?? {});
+            statusBar.update(status);
+            return status;
+        },
+        append: async (sessionId, entries) => (await daemon.ready()).append(sessionId, entries),
+        compact: async (sessionId, options) => {
+            const result = await (await daemon.ready()).compact(sessionId, options ?? {});
+            noteCompaction(result);
+            return result;
+        },
+        getHistory: async (sessionId, view) => (await daemon.ready()).get(sessionId, view),
+        onTokens: tokens.event,
+    };
+    return api;
+}
+
+export async function deactivate(): Promise<void> {
+    const daemon = current?.daemon;
+    current = undefined;
+    await daemon?.stop();
+}

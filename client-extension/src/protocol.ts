@@ -1,0 +1,191 @@
+/**
+ * The hdcontext wire protocol, version 1 (shared/PROTOCOL.md), as TypeScript types.
+ *
+ * No `vscode` import: the Node tests use this module against the real daemon. The entry and
+ * Status shapes are declared once, in the `api.d.ts` this extension ships for chat extensions,
+ * and re-exported here; the params and results of every method, the method names and the error
+ * codes are declared here.
+ */
+
+import type {
+    Block,
+    CodeBlock,
+    CompactResult,
+    CompressionReport,
+    DensityReport,
+    GetResult,
+    HistoryView,
+    IContent,
+    MediaBlock,
+    Speaker,
+    Status,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResponseBlock,
+} from '../api';
+
+export type {
+    Block,
+    CodeBlock,
+    CompactResult,
+    CompressionReport,
+    DensityReport,
+    GetResult,
+    HistoryView,
+    IContent,
+    MediaBlock,
+    Speaker,
+    Status,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResponseBlock,
+};
+
+export const PROTOCOL_VERSION = 1;
+/** The settings section the daemon pulls with `workspace/configuration`. */
+export const SETTINGS_SECTION = 'hdcontext';
+
+/** Requests, client → daemon. */
+export const Methods = {
+    open: 'history/open',
+    append: 'history/append',
+    compact: 'history/compact',
+    get: 'history/get',
+    setOverride: 'history/setOverride',
+    settings: 'history/settings',
+    todos: 'history/todos',
+    clear: 'history/clear',
+    close: 'history/close',
+    delete: 'history/delete',
+    list: 'history/list',
+} as const;
+
+/** Daemon → client. */
+export const TOKENS_NOTIFICATION = 'history/tokens';
+export const SUMMARIZE_REQUEST = 'history/summarize';
+
+export const ErrorCodes = {
+    /** Malformed params: the message names the JSON path and the problem. */
+    InvalidParams: -32602,
+    /** `unknown session 'abc'`: open it first. */
+    UnknownSession: -32001,
+    /** No summarizer can be reached for an LLM strategy. */
+    NoSummarizer: -32002,
+    /** A bug in the daemon. */
+    InternalError: -32603,
+    /** LSP: a request the client answers with a failure (used for `history/summarize`). */
+    RequestFailed: -32803,
+    /** LSP: the request was cancelled. */
+    RequestCancelled: -32800,
+} as const;
+
+export const STRATEGIES = ['high-density', 'middle-out', 'top-down-truncation', 'one-shot'] as const;
+export type Strategy = (typeof STRATEGIES)[number];
+/** Strategies that need a summarizer (an LLM). */
+export const LLM_STRATEGIES: readonly string[] = ['middle-out', 'one-shot'];
+export const HISTORY_VIEWS: readonly HistoryView[] = ['curated', 'raw', 'transcript'];
+
+// -- params and results ---------------------------------------------------------------------------
+
+export interface SessionParams {
+    sessionId: string;
+}
+export interface OpenParams extends SessionParams {
+    contextLimit?: number;
+    model?: string;
+}
+export interface AppendParams extends SessionParams {
+    entries: IContent[];
+}
+export interface CompactParams extends SessionParams {
+    pendingTokens?: number;
+}
+export interface GetParams extends SessionParams {
+    view?: HistoryView;
+}
+export interface SetOverrideParams extends SessionParams {
+    key: string;
+    /** `null` removes the override. */
+    value: unknown;
+}
+export type SettingSource = 'override' | 'settings' | 'default';
+/** The result of `history/setOverride` and `history/settings`: dotted keys. */
+export interface SettingsResult {
+    values: Record<string, unknown>;
+    sources: Record<string, SettingSource>;
+}
+export interface Todo {
+    id: string;
+    content: string;
+    status: string;
+    subtasks?: unknown[];
+    [extra: string]: unknown;
+}
+export interface TodosParams extends SessionParams {
+    todos: Todo[];
+}
+export type ListParams = Record<string, never>;
+export interface ListResult {
+    sessions: Status[];
+}
+export interface SummarizeParams {
+    sessionId: string;
+    strategy: string;
+    prompt: string;
+    messages: IContent[];
+}
+export interface SummarizeResult {
+    text: string;
+}
+
+/** `initializationOptions` of `initialize`. */
+export interface InitializationOptions {
+    settings?: Record<string, unknown>;
+    storageDir?: string;
+}
+
+/** Method name → [params, result], for the typed client. */
+export interface RequestMap {
+    'history/open': [OpenParams, Status];
+    'history/append': [AppendParams, Status];
+    'history/compact': [CompactParams, CompactResult];
+    'history/get': [GetParams, GetResult];
+    'history/setOverride': [SetOverrideParams, SettingsResult];
+    'history/settings': [SessionParams, SettingsResult];
+    'history/todos': [TodosParams, Status];
+    'history/clear': [SessionParams, Status];
+    'history/close': [SessionParams, null];
+    'history/delete': [SessionParams, null];
+    'history/list': [ListParams, ListResult];
+}
+export type RequestMethod = keyof RequestMap;
+
+// -- checks at the edge -----------------------------------------------------------------------------
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+    return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A `history/tokens` payload the status bar can show (a daemon bug must not break the UI). */
+export function isStatus(value: unknown): value is Status {
+    if (!isRecord(value)) {
+        return false;
+    }
+    const numbers = ['version', 'entryCount', 'totalTokens', 'contextLimit', 'threshold', 'percent', 'savedTokens'];
+    return (
+        typeof value.sessionId === 'string' &&
+        typeof value.strategy === 'string' &&
+        numbers.every((k) => typeof value[k] === 'number' && Number.isFinite(value[k]))
+    );
+}
+
+/** The daemon's `capabilities.experimental.hdcontext.protocolVersion`, if it says one. */
+export function serverProtocolVersion(capabilities: unknown): number | undefined {
+    if (!isRecord(capabilities) || !isRecord(capabilities.experimental)) {
+        return undefined;
+    }
+    const hd = capabilities.experimental.hdcontext;
+    return isRecord(hd) && typeof hd.protocolVersion === 'number' ? hd.protocolVersion : undefined;
+}

@@ -1,0 +1,180 @@
+/**
+ * What the status bar says about a session: text, tooltip and level. No `vscode` import.
+ *
+ * Text: `42.1k / 200k · 21%` (tokens of the curated view / context limit · percent).
+ * Level: `error` when the total is near or over the limit (≥ ERROR_SHARE of it), `warning` when
+ * it nears the compression threshold (≥ WARNING_SHARE of threshold × limit), else `normal`.
+ */
+
+import type { Status } from './protocol';
+
+export type Level = 'normal' | 'warning' | 'error';
+
+/** Warning from this share of the compression point (threshold × limit) on. */
+export const WARNING_SHARE = 0.9;
+/** Error from this share of the context limit on. */
+export const ERROR_SHARE = 0.95;
+
+/** Compact token counts: 512, 4.2k, 42.1k, 200k, 1.5M. */
+export function formatTokens(n: number): string {
+    if (!Number.isFinite(n)) {
+        return '?';
+    }
+    const sign = n < 0 ? '-' : '';
+    const abs = Math.abs(n);
+    if (abs < 1000) {
+        return sign + String(Math.round(abs));
+    }
+    const units: [number, string][] = [
+        [1e3, 'k'],
+        [1e6, 'M'],
+        [1e9, 'G'],
+    ];
+    for (let i = 0; i < units.length; i++) {
+        const [size, suffix] = units[i];
+        const value = abs / size;
+        const shown = value < 100 ? trimZero(value.toFixed(1)) : String(Math.round(value));
+        if (Number(shown) < 1000 || i === units.length - 1) {
+            return sign + shown + suffix;
+        }
+    }
+    return sign + String(abs); // not reached
+}
+
+function trimZero(fixed: string): string {
+    return fixed.endsWith('.0') ? fixed.slice(0, -2) : fixed;
+}
+
+/** 21%, 9.5%, 0.4%, 0%: one decimal below 10, none from 10 on. */
+export function formatPercent(p: number): string {
+    if (!Number.isFinite(p)) {
+        return '?%';
+    }
+    if (p === 0) {
+        return '0%';
+    }
+    if (Math.abs(p) < 10) {
+        const fixed = trimZero(p.toFixed(1));
+        return (fixed === '0' ? '<0.1' : fixed) + '%';
+    }
+    return String(Math.round(p)) + '%';
+}
+
+/** Grouped digits, as people read them: 170,000. */
+export function formatCount(n: number): string {
+    return Math.round(n).toLocaleString('en-US');
+}
+
+/** `42.1k / 200k · 21%` */
+export function statusText(s: Status): string {
+    return `${formatTokens(s.totalTokens)} / ${formatTokens(s.contextLimit)} · ${formatPercent(s.percent)}`;
+}
+
+/** The token count at which compression runs. */
+export function compressionPoint(s: Status): number {
+    return s.threshold * s.contextLimit;
+}
+
+export function statusLevel(s: Status): Level {
+    if (s.contextLimit <= 0) {
+        return 'error';
+    }
+    if (s.totalTokens >= ERROR_SHARE * s.contextLimit) {
+        return 'error';
+    }
+    if (s.totalTokens >= WARNING_SHARE * compressionPoint(s)) {
+        return 'warning';
+    }
+    return 'normal';
+}
+
+/** Plain-text tooltip: session, tokens, strategy, threshold, saved tokens, and the level's reason. */
+export function statusTooltip(s: Status, extra: { sessionCount?: number } = {}): string {
+    const lines = [
+        `hdcontext · session ${s.sessionId}`,
+        `${formatCount(s.totalTokens)} of ${formatCount(s.contextLimit)} tokens (${formatPercent(s.percent)}) · ${s.entryCount} ${s.entryCount === 1 ? 'entry' : 'entries'}`,
+        `Strategy: ${s.strategy} · compresses at ${formatPercent(s.threshold * 100)} (${formatCount(compressionPoint(s))} tokens)`,
+        `Saved so far: ${formatCount(s.savedTokens)} tokens`,
+    ];
+    const level = statusLevel(s);
+    if (level === 'error') {
+        lines.push(
+            s.totalTokens > s.contextLimit
+                ? 'Over the context limit: compact now, or raise the limit.'
+                : 'Near the context limit.',
+        );
+    } else if (level === 'warning') {
+        lines.push('Nearing the compression threshold.');
+    }
+    if (extra.sessionCount !== undefined && extra.sessionCount > 1) {
+        lines.push(`${extra.sessionCount} sessions: click to pick another, or for actions.`);
+    } else {
+        lines.push('Click for sessions and actions.');
+    }
+    return lines.join('\n');
+}
+
+/**
+ * The sessions the status bar knows, and which one is active: the most recently updated or
+ * opened. Statuses that arrive out of order (a lower version of the same session) are ignored.
+ */
+export class SessionTracker {
+    private readonly sessions = new Map<string, Status>();
+    private activeId: string | undefined;
+
+    /** Records a Status; returns true when the shown (active) session changed or was updated. */
+    update(s: Status, makeActive = true): boolean {
+        const known = this.sessions.get(s.sessionId);
+        if (known !== undefined && s.version < known.version) {
+            // An older snapshot of the same session (e.g. a list reply racing a notification).
+            return false;
+        }
+        this.sessions.set(s.sessionId, s);
+        if (makeActive) {
+            this.activeId = s.sessionId;
+        }
+        return this.activeId === s.sessionId;
+    }
+
+    /** Makes a known session the active one. */
+    activate(sessionId: string): boolean {
+        if (!this.sessions.has(sessionId)) {
+            return false;
+        }
+        this.activeId = sessionId;
+        return true;
+    }
+
+    remove(sessionId: string): void {
+        this.sessions.delete(sessionId);
+        if (this.activeId === sessionId) {
+            this.activeId = undefined;
+        }
+    }
+
+    get active(): Status | undefined {
+        return this.activeId === undefined ? undefined : this.sessions.get(this.activeId);
+    }
+
+    get(sessionId: string): Status | undefined {
+        return this.sessions.get(sessionId);
+    }
+
+    /** Active first, then the others by id. */
+    all(): Status[] {
+        const others = [...this.sessions.values()]
+            .filter((s) => s.sessionId !== this.activeId)
+            .sort((a, b) => a.sessionId.localeCompare(b.sessionId));
+        const active = this.active;
+        return active ? [active, ...others] : others;
+    }
+
+    get size(): number {
+        return this.sessions.size;
+    }
+
+    clear(): void {
+        this.sessions.clear();
+        this.activeId = undefined;
+    }
+}

@@ -1,0 +1,367 @@
+/**
+ * A small fake of the `vscode` module: what the extension's glue uses, recording what it does.
+ * `installVscodeMock()` makes `require('vscode')` return it (see register.ts).
+ */
+
+
+import Module from 'node:module';
+
+type Listener<T> = (e: T) => unknown;
+
+export class Disposable {
+    constructor(private readonly fn: () => unknown = () => undefined) {}
+    static from(...items: { dispose(): unknown }[]): Disposable {
+        return new Disposable(() => items.forEach((i) => i.dispose()));
+    }
+    dispose(): void {
+        this.fn();
+    }
+}
+
+export class EventEmitter<T> {
+    private listeners: Listener<T>[] = [];
+    readonly event = (listener: Listener<T>): Disposable => {
+        this.listeners.push(listener);
+        return new Disposable(() => (this.listeners = this.listeners.filter((l) => l !== listener)));
+    };
+    fire(e: T): void {
+        [...this.listeners].forEach((l) => l(e));
+    }
+    dispose(): void {
+        this.listeners = [];
+    }
+}
+
+export class ThemeColor {
+    constructor(readonly id: string) {}
+}
+
+export enum StatusBarAlignment {
+    Left = 1,
+    Right = 2,
+}
+
+export enum QuickPickItemKind {
+    Separator = -1,
+    Default = 0,
+}
+
+export enum ProgressLocation {
+    SourceControl = 1,
+    Window = 10,
+    Notification = 15,
+}
+
+export class CancellationError extends Error {
+    constructor() {
+        super('Canceled');
+        this.name = 'Canceled';
+    }
+}
+
+export interface FakeToken {
+    readonly isCancellationRequested: boolean;
+    onCancellationRequested(listener: Listener<void>): Disposable;
+}
+
+export class CancellationTokenSource {
+    private readonly emitter = new EventEmitter<void>();
+    private cancelled = false;
+    readonly token: FakeToken;
+    constructor() {
+        const isCancelled = () => this.cancelled;
+        this.token = {
+            get isCancellationRequested() {
+                return isCancelled();
+            },
+            onCancellationRequested: this.emitter.event,
+        };
+    }
+    cancel(): void {
+        if (!this.cancelled) {
+            this.cancelled = true;
+            this.emitter.fire();
+        }
+    }
+    dispose(): void {
+        this.emitter.dispose();
+    }
+}
+
+export class Uri {
+    private constructor(
+        readonly scheme: string,
+        readonly fsPath: string,
+    ) {}
+    static file(p: string): Uri {
+        return new Uri('file', p);
+    }
+    toString(): string {
+        return `${this.scheme}://${this.fsPath}`;
+    }
+}
+
+export class LanguageModelChatMessage {
+    constructor(
+        readonly role: 'user' | 'assistant',
+        readonly content: string,
+    ) {}
+    static User(content: string): LanguageModelChatMessage {
+        return new LanguageModelChatMessage('user', content);
+    }
+    static Assistant(content: string): LanguageModelChatMessage {
+        return new LanguageModelChatMessage('assistant', content);
+    }
+}
+
+export class FakeStatusBarItem {
+    text = '';
+    tooltip: unknown = undefined;
+    command: unknown = undefined;
+    name: string | undefined;
+    backgroundColor: ThemeColor | undefined;
+    accessibilityInformation: unknown;
+    visible = false;
+    disposed = false;
+    constructor(
+        readonly id: string,
+        readonly alignment: StatusBarAlignment,
+        readonly priority: number,
+    ) {}
+    show(): void {
+        this.visible = true;
+    }
+    hide(): void {
+        this.visible = false;
+    }
+    dispose(): void {
+        this.disposed = true;
+    }
+}
+
+export interface FakeModel {
+    vendor: string;
+    id: string;
+    family: string;
+    name: string;
+    sendRequest(messages: LanguageModelChatMessage[], options: unknown, token: any): Promise<{ text: AsyncIterable<string> }>;
+}
+
+/** What the glue did, and what the fake editor answers. */
+export const state = {
+    statusItems: [] as FakeStatusBarItem[],
+    errors: [] as string[],
+    warnings: [] as string[],
+    infos: [] as string[],
+    output: [] as string[],
+    config: {} as Record<string, unknown>,
+    /** Keys the user "set" (inspect's globalValue). */
+    userSet: new Set<string>(),
+    commands: new Map<string, (...args: any[]) => unknown>(),
+    executed: [] as Array<{ command: string; args: unknown[] }>,
+    models: [] as FakeModel[],
+    selectorsAsked: [] as unknown[],
+    extensions: new Map<string, any>(),
+    trusted: true,
+    /** Answers the next quick picks / input boxes / messages in order (undefined = dismissed). */
+    quickPickAnswers: [] as Array<(items: any[]) => any>,
+    inputAnswers: [] as Array<string | undefined>,
+    messageAnswers: [] as Array<string | undefined>,
+    openedDocuments: [] as Array<{ language?: string; content?: string; uri?: Uri }>,
+    configListeners: [] as Array<Listener<{ affectsConfiguration(s: string): boolean }>>,
+    clipboard: '',
+};
+
+export function resetState(): void {
+    state.statusItems = [];
+    state.errors = [];
+    state.warnings = [];
+    state.infos = [];
+    state.output = [];
+    state.config = {};
+    state.userSet = new Set();
+    state.commands = new Map();
+    state.executed = [];
+    state.models = [];
+    state.selectorsAsked = [];
+    state.extensions = new Map();
+    state.trusted = true;
+    state.quickPickAnswers = [];
+    state.inputAnswers = [];
+    state.messageAnswers = [];
+    state.openedDocuments = [];
+    state.configListeners = [];
+    state.clipboard = '';
+}
+
+function message(list: 'errors' | 'warnings' | 'infos') {
+    return (text: string, ...rest: unknown[]): Promise<string | undefined> => {
+        state[list].push(text);
+        void rest;
+        return Promise.resolve(state.messageAnswers.shift());
+    };
+}
+
+function configuration(section?: string) {
+    const full = (key: string) => (section ? `${section}.${key}` : key);
+    return {
+        get<T>(key: string, dflt?: T): T | undefined {
+            const k = full(key);
+            return (k in state.config ? state.config[k] : dflt) as T | undefined;
+        },
+        has(key: string): boolean {
+            return full(key) in state.config;
+        },
+        inspect(key: string) {
+            const k = full(key);
+            return state.userSet.has(k) ? { key: k, globalValue: state.config[k] } : { key: k };
+        },
+        update(): Promise<void> {
+            return Promise.resolve();
+        },
+    };
+}
+
+export const vscodeMock = {
+    Disposable,
+    EventEmitter,
+    ThemeColor,
+    StatusBarAlignment,
+    QuickPickItemKind,
+    ProgressLocation,
+    CancellationError,
+    CancellationTokenSource,
+    Uri,
+    LanguageModelChatMessage,
+    window: {
+        createStatusBarItem(id: string, alignment: StatusBarAlignment, priority: number) {
+            const item = new FakeStatusBarItem(id, alignment, priority);
+            state.statusItems.push(item);
+            return item;
+        },
+        createOutputChannel(name: string) {
+            return {
+                name,
+                append: (s: string) => state.output.push(s),
+                appendLine: (s: string) => state.output.push(s),
+                show: () => undefined,
+                hide: () => undefined,
+                clear: () => undefined,
+                replace: () => undefined,
+                dispose: () => undefined,
+            };
+        },
+        showErrorMessage: message('errors'),
+        showWarningMessage: message('warnings'),
+        showInformationMessage: message('infos'),
+        showQuickPick(items: any[] | Promise<any[]>) {
+            return Promise.resolve(items).then((list) => {
+                const answer = state.quickPickAnswers.shift();
+                return answer ? answer(list) : undefined;
+            });
+        },
+        showInputBox() {
+            return Promise.resolve(state.inputAnswers.shift());
+        },
+        showTextDocument(doc: unknown) {
+            return Promise.resolve({ document: doc });
+        },
+        withProgress<T>(_options: unknown, task: (progress: unknown, token: unknown) => Promise<T>): Promise<T> {
+            return task({ report: () => undefined }, new CancellationTokenSource().token);
+        },
+    },
+    workspace: {
+        getConfiguration: configuration,
+        get isTrusted() {
+            return state.trusted;
+        },
+        workspaceFolders: undefined as unknown,
+        onDidChangeConfiguration(listener: Listener<{ affectsConfiguration(s: string): boolean }>) {
+            state.configListeners.push(listener);
+            return new Disposable(() => (state.configListeners = state.configListeners.filter((l) => l !== listener)));
+        },
+        openTextDocument(arg: { language?: string; content?: string } | Uri) {
+            const doc = arg instanceof Uri ? { uri: arg } : arg;
+            state.openedDocuments.push(doc);
+            return Promise.resolve(doc);
+        },
+    },
+    commands: {
+        registerCommand(id: string, fn: (...args: any[]) => unknown) {
+            state.commands.set(id, fn);
+            return new Disposable(() => state.commands.delete(id));
+        },
+        executeCommand(command: string, ...args: unknown[]) {
+            state.executed.push({ command, args });
+            const fn = state.commands.get(command);
+            return Promise.resolve(fn ? fn(...args) : undefined);
+        },
+    },
+    extensions: {
+        getExtension(id: string) {
+            return state.extensions.get(id);
+        },
+    },
+    env: {
+        clipboard: {
+            writeText(text: string) {
+                state.clipboard = text;
+                return Promise.resolve();
+            },
+        },
+    },
+    lm: {
+        selectChatModels(selector: { vendor?: string; id?: string; family?: string } = {}) {
+            state.selectorsAsked.push(selector);
+            return Promise.resolve(
+                state.models.filter(
+                    (m) =>
+                        (selector.vendor === undefined || m.vendor === selector.vendor) &&
+                        (selector.id === undefined || m.id === selector.id) &&
+                        (selector.family === undefined || m.family === selector.family),
+                ),
+            );
+        },
+    },
+};
+
+/** Fires onDidChangeConfiguration for the given full keys. */
+export function changeConfiguration(keys: string[]): void {
+    const event = { affectsConfiguration: (s: string) => keys.some((k) => k === s || k.startsWith(s + '.')) };
+    state.configListeners.forEach((l) => l(event));
+}
+
+/**
+ * vscode-languageclient extends vscode's classes when it loads, so the glue tests replace it too:
+ * the enums the extension uses (same values as the real ones) and a LanguageClient that must not
+ * be constructed (the tests pass a factory).
+ */
+export const languageClientMock = {
+    ErrorAction: { Continue: 1, Shutdown: 2 },
+    CloseAction: { DoNotRestart: 1, Restart: 2 },
+    TransportKind: { stdio: 0, ipc: 1, pipe: 2, socket: 3 },
+    LanguageClient: class {
+        constructor() {
+            throw new Error('the glue tests pass a client factory');
+        }
+    },
+};
+
+let installed = false;
+export function installVscodeMock(): void {
+    if (installed) {
+        return;
+    }
+    installed = true;
+    const anyModule = Module as unknown as { _load: (request: string, parent: unknown, isMain: boolean) => unknown };
+    const original = anyModule._load;
+    anyModule._load = function (request: string, parent: unknown, isMain: boolean) {
+        if (request === 'vscode') {
+            return vscodeMock;
+        }
+        if (request === 'vscode-languageclient/node') {
+            return languageClientMock;
+        }
+        return original.call(this, request, parent, isMain);
+    };
+}

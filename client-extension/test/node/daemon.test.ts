@@ -1,0 +1,276 @@
+/**
+ * The typed client against the real daemon (`python -m hdcontext serve`), over vscode-jsonrpc.
+ */
+
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+
+import { ResponseError } from 'vscode-jsonrpc/node';
+
+import { ErrorCodes, type Status } from '../../src/protocol';
+import { DAEMON_SETTINGS, daemonSection } from '../../src/settingsSection';
+import { readThenWrite, readsOnly } from '../helpers/conversation';
+import { EXTENSION_ROOT, startDaemon, waitFor, type RunningDaemon } from '../helpers/realDaemon';
+
+async function rejectsWith(p: Promise<unknown>, code: number, message?: RegExp): Promise<ResponseError<unknown>> {
+    try {
+        await p;
+    } catch (err) {
+        assert.ok(err instanceof ResponseError, `a ResponseError, got ${String(err)}`);
+        assert.equal(err.code, code, err.message);
+        if (message) {
+            assert.match(err.message, message);
+        }
+        return err;
+    }
+    assert.fail(`expected error ${code}`);
+}
+
+describe('the real daemon, over vscode-jsonrpc', () => {
+    let d: RunningDaemon;
+    let settings: Record<string, unknown> = {};
+    const tokens: Status[] = [];
+
+    before(async () => {
+        d = await startDaemon({ settings: () => settings });
+        d.client.onTokens((s) => tokens.push(s));
+    });
+    after(async () => {
+        await d?.stop();
+    });
+
+    it('initialize: protocol version 1, server hdcontext, then a settings pull', async () => {
+        assert.deepEqual((d.initializeResult.capabilities.experimental as Record<string, unknown>).hdcontext, { protocolVersion: 1 });
+        assert.equal(d.initializeResult.serverInfo?.name, 'hdcontext');
+        for (let i = 0; i < 100 && d.pulls() === 0; i++) {
+            await new Promise((r) => setTimeout(r, 50));
+        }
+        assert.ok(d.pulls() >= 1, 'pulled the settings after initialized');
+    });
+
+    it("package.json's defaults are the daemon's defaults", async () => {
+        await d.client.open('defaults');
+        const { values, sources } = await d.client.settings('defaults');
+        const pkg = JSON.parse(fs.readFileSync(path.join(EXTENSION_ROOT, 'package.json'), 'utf8'));
+        const props = pkg.contributes.configuration.properties;
+        assert.deepEqual(Object.keys(values).sort(), DAEMON_SETTINGS.map((s) => s.key).sort());
+        for (const { key } of DAEMON_SETTINGS) {
+            assert.equal(sources[key], 'default', key);
+            let want = props[`hdcontext.${key}`].default;
+            if (key === 'compression.threshold') {
+                want = 0.85; // unset: the strategy's default
+            } else if (want === '') {
+                want = null; // an empty string is "unset" for the summarizer strings
+            }
+            assert.deepEqual(values[key], want, key);
+        }
+        await d.client.delete('defaults');
+    });
+
+    it('open, append a read and a later write, compact: the stale read goes', async () => {
+        const opened = await d.client.open('chat', { model: 'test-model' });
+        assert.equal(opened.sessionId, 'chat');
+        assert.equal(opened.entryCount, 0);
+        assert.equal(opened.contextLimit, 200000);
+        const appended = await d.client.append('chat', readThenWrite());
+        assert.equal(appended.entryCount, 6);
+        assert.ok(appended.totalTokens > 2000, `tokens ${appended.totalTokens}`);
+        assert.ok(appended.version > opened.version);
+        // The notification precedes the reply.
+        assert.ok(
+            tokens.some((s) => s.sessionId === 'chat' && s.version === appended.version && s.totalTokens === appended.totalTokens),
+            'history/tokens after append',
+        );
+
+        const result = await d.client.compact('chat', { pendingTokens: 10 });
+        assert.ok(result.status.totalTokens < appended.totalTokens / 2, `${result.status.totalTokens} < ${appended.totalTokens} / 2`);
+        assert.ok(result.status.savedTokens > 0);
+        assert.ok((result.density?.metadata.readWritePairsPruned ?? 0) >= 1, JSON.stringify(result.density));
+        assert.equal(result.compression, null);
+        assert.equal(result.overLimit, false);
+        // Provider-valid: no tool response without its call.
+        const calls = new Set(result.history.flatMap((e) => e.blocks.filter((b) => b.type === 'tool_call').map((b) => (b as { id: string }).id)));
+        for (const e of result.history) {
+            for (const b of e.blocks) {
+                if (b.type === 'tool_response') {
+                    assert.ok(calls.has(b.callId), b.callId);
+                }
+            }
+        }
+        const last = tokens.filter((s) => s.sessionId === 'chat').pop();
+        assert.equal(last?.totalTokens, result.status.totalTokens, 'history/tokens after compact');
+    });
+
+    it('get: curated, raw, transcript', async () => {
+        const curated = await d.client.get('chat');
+        const raw = await d.client.get('chat', 'raw');
+        const transcript = await d.client.get('chat', 'transcript');
+        assert.equal(transcript.entries.length, 6);
+        assert.ok(JSON.stringify(transcript.entries).includes('function_119'), 'the transcript keeps the read');
+        assert.ok(!JSON.stringify(curated.entries).includes('function_119'), 'the curated view lost the stale read');
+        assert.ok(raw.entries.length >= curated.entries.length);
+        assert.equal(curated.status.sessionId, 'chat');
+    });
+
+    it('IDE settings are pulled, and an edit applies without a restart', async () => {
+        settings = daemonSection({
+            get: (k) => (k === 'contextLimit' ? 50000 : undefined),
+            inspect: (k) => (k === 'contextLimit' ? { globalValue: 50000 } : {}),
+        });
+        assert.deepEqual(settings, { contextLimit: 50000 });
+        const changed = waitFor<Status>((l) => d.client.onTokens(l), (s) => s.sessionId === 'chat' && s.contextLimit === 50000);
+        await d.changeSettings();
+        const s = await changed;
+        assert.equal(s.contextLimit, 50000);
+        const r = await d.client.settings('chat');
+        assert.equal(r.values.contextLimit, 50000);
+        assert.equal(r.sources.contextLimit, 'settings');
+        // The user removes the setting: back to the default.
+        settings = {};
+        const back = waitFor<Status>((l) => d.client.onTokens(l), (x) => x.sessionId === 'chat' && x.contextLimit === 200000);
+        await d.changeSettings();
+        await back;
+    });
+
+    it('a refused setting: window/logMessage Warning naming the key, the previous value stands', async () => {
+        settings = { contextLimit: 64000 };
+        await d.changeSettings();
+        settings = { contextLimit: -5 };
+        await d.changeSettings();
+        const warning = await waitFor<{ type: number; message: string }>(
+            (l) => {
+                const timer = setInterval(() => d.logs.forEach(l), 50);
+                return { dispose: () => clearInterval(timer) };
+            },
+            (m) => m.type === 2 && m.message.includes('contextLimit') && m.message.includes('-5'),
+        );
+        assert.match(warning.message, /expected/);
+        assert.equal((await d.client.settings('chat')).values.contextLimit, 64000);
+        settings = {};
+        await d.changeSettings();
+    });
+
+    it('a session override wins, and null removes it', async () => {
+        const set = await d.client.setOverride('chat', 'compression.strategy', 'top-down-truncation');
+        assert.equal(set.values['compression.strategy'], 'top-down-truncation');
+        assert.equal(set.sources['compression.strategy'], 'override');
+        const removed = await d.client.setOverride('chat', 'compression.strategy', null);
+        assert.equal(removed.sources['compression.strategy'], 'default');
+        await rejectsWith(d.client.setOverride('chat', 'compression.strategy', 'nope'), ErrorCodes.InvalidParams, /strategy/);
+    });
+
+    it('history/summarize: the editor answers, and one-shot compresses with its text', async () => {
+        const sub = d.client.onSummarize(async (params) => {
+            assert.equal(params.sessionId, 'sum');
+            assert.equal(params.strategy, 'one-shot');
+            assert.ok(params.prompt.length > 0);
+            assert.ok(params.messages.length > 0);
+            return { text: 'SUMMARY: the user asked for a fix; the model fixed src/app.py.' };
+        });
+        try {
+            await d.client.open('sum', { contextLimit: 3000 });
+            await d.client.setOverride('sum', 'compression.strategy', 'one-shot');
+            await d.client.append('sum', readsOnly(['a.py', 'b.py']));
+            const r = await d.client.compact('sum');
+            assert.equal(r.compression?.strategy, 'one-shot');
+            assert.ok(JSON.stringify(r.history).includes('SUMMARY: the user asked'), 'the summary is in the history');
+            assert.ok(r.status.totalTokens < (r.compression?.tokensBefore ?? 0));
+        } finally {
+            sub.dispose();
+        }
+    });
+
+    it('history/summarize refused by the editor: the compaction fails with -32002 and nothing changes', async () => {
+        const sub = d.client.onSummarize(async () => {
+            throw new ResponseError(ErrorCodes.RequestFailed, 'no language model is available in this editor');
+        });
+        try {
+            await d.client.open('nomodel', { contextLimit: 3000 });
+            await d.client.setOverride('nomodel', 'compression.strategy', 'one-shot');
+            const before = await d.client.append('nomodel', readsOnly(['a.py', 'b.py']));
+            const err = await rejectsWith(d.client.compact('nomodel'), ErrorCodes.NoSummarizer, /no language model is available/);
+            assert.match(err.message, /client/);
+            const after = await d.client.get('nomodel', 'raw');
+            assert.equal(after.status.version, before.version);
+        } finally {
+            sub.dispose();
+        }
+    });
+
+    it('errors: unknown session -32001, malformed params -32602', async () => {
+        await rejectsWith(d.client.append('never-opened', []), ErrorCodes.UnknownSession, /unknown session 'never-opened'/);
+        await rejectsWith(
+            d.client.append('chat', [{ speaker: 'tool', blocks: [{ type: 'tool_response', toolName: 'x', result: 1 } as never] }]),
+            ErrorCodes.InvalidParams,
+            /entries\[0\]\.blocks\[0\]\.callId/,
+        );
+    });
+
+    it('list, todos, clear, close, delete', async () => {
+        const { sessions } = await d.client.list();
+        assert.ok(sessions.some((s) => s.sessionId === 'chat'));
+        const withTodos = await d.client.todos('chat', [{ id: '1', content: 'fix the bug', status: 'in_progress' }]);
+        assert.equal(withTodos.sessionId, 'chat');
+        const cleared = await d.client.clear('chat');
+        assert.equal(cleared.entryCount, 0);
+        assert.equal(cleared.totalTokens, 0);
+        assert.equal((await d.client.get('chat', 'transcript')).entries.length, 6, 'clear keeps the transcript');
+        assert.equal(await d.client.close('chat'), null);
+        assert.equal((await d.client.open('chat')).entryCount, 0, 'a closed session resumes from storage');
+        assert.equal(await d.client.delete('chat'), null);
+        assert.ok(!(await d.client.list()).sessions.some((s) => s.sessionId === 'chat'));
+    });
+});
+
+describe('the real daemon: cancellation and restarts', () => {
+    it('a summarize the editor does not answer in time is cancelled, and the compaction fails with -32002', async () => {
+        const d = await startDaemon({ env: { HDCONTEXT_SUMMARIZE_TIMEOUT: '1' } });
+        try {
+            let cancelled = false;
+            d.client.onSummarize(
+                (_params, token) =>
+                    new Promise((_resolve, reject) => {
+                        token.onCancellationRequested(() => {
+                            cancelled = true;
+                            reject(new ResponseError(ErrorCodes.RequestCancelled, 'cancelled'));
+                        });
+                    }),
+            );
+            await d.client.open('slow', { contextLimit: 3000 });
+            await d.client.setOverride('slow', 'compression.strategy', 'middle-out');
+            await d.client.append('slow', readsOnly(['a.py', 'b.py', 'c.py']));
+            await rejectsWith(d.client.compact('slow'), ErrorCodes.NoSummarizer, /within 1 s/);
+            await new Promise((r) => setTimeout(r, 200));
+            assert.ok(cancelled, 'the daemon sent $/cancelRequest');
+        } finally {
+            await d.stop();
+        }
+    });
+
+    it('a session survives a daemon restart (same storageDir)', async () => {
+        const first = await startDaemon();
+        await first.client.open('durable');
+        const s = await first.client.append('durable', readThenWrite());
+        await first.stop();
+        const second = await startDaemon({ storageDir: first.storageDir });
+        try {
+            const again = await second.client.get('durable', 'transcript');
+            assert.equal(again.entries.length, 6);
+            assert.equal(again.status.totalTokens, s.totalTokens);
+        } finally {
+            await second.stop();
+        }
+    });
+
+    it('initializationOptions.settings apply when the client cannot be asked', async () => {
+        const d = await startDaemon({ pull: false, initializationOptions: { settings: { contextLimit: 12345 } } });
+        try {
+            const s = await d.client.open('init');
+            assert.equal(s.contextLimit, 12345);
+        } finally {
+            await d.stop();
+        }
+    });
+});

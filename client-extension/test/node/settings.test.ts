@@ -1,0 +1,163 @@
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+
+import { STRATEGIES } from '../../src/protocol';
+import { DAEMON_SETTINGS, EXTENSION_SETTINGS, daemonSection, isSetByUser, type Inspected } from '../../src/settingsSection';
+import { EXTENSION_ROOT, REPO_ROOT } from '../helpers/realDaemon';
+
+interface Property {
+    type: string | string[];
+    default: unknown;
+    scope?: string;
+    enum?: unknown[];
+    enumDescriptions?: string[];
+    minimum?: number;
+    maximum?: number;
+    exclusiveMinimum?: number;
+    exclusiveMaximum?: number;
+    description?: string;
+    markdownDescription?: string;
+    items?: { type: string };
+}
+
+const pkg = JSON.parse(fs.readFileSync(path.join(EXTENSION_ROOT, 'package.json'), 'utf8'));
+const props: Record<string, Property> = pkg.contributes.configuration.properties;
+const prop = (key: string): Property => {
+    const p = props[`hdcontext.${key}`];
+    assert.ok(p, `package.json contributes hdcontext.${key}`);
+    return p;
+};
+const PROTOCOL_MD = path.join(REPO_ROOT, '..', 'shared', 'PROTOCOL.md');
+
+describe('package.json contributions', () => {
+    it('contributes exactly the daemon keys plus the extension keys', () => {
+        const want = [...DAEMON_SETTINGS, ...EXTENSION_SETTINGS].map((s) => `hdcontext.${s.key}`).sort();
+        assert.deepEqual(Object.keys(props).sort(), want);
+    });
+
+    it('every setting has a type, a default, a description and the scope settingsSection.ts assumes', () => {
+        for (const { key, scope } of [...DAEMON_SETTINGS, ...EXTENSION_SETTINGS]) {
+            const p = prop(key);
+            assert.ok(p.type, key);
+            assert.ok('default' in p, `${key} default`);
+            assert.ok((p.markdownDescription ?? p.description ?? '').length > 20, `${key} description`);
+            assert.equal(p.scope, scope, `${key} scope`);
+            if (p.enum) {
+                assert.equal(p.enumDescriptions?.length, p.enum.length, `${key} enumDescriptions`);
+            }
+        }
+    });
+
+    it('types, defaults and ranges follow PROTOCOL.md', () => {
+        assert.deepEqual(prop('compression.strategy').enum, [...STRATEGIES]);
+        assert.equal(prop('compression.strategy').default, 'high-density');
+        const threshold = prop('compression.threshold');
+        assert.deepEqual(threshold.type, ['number', 'null']);
+        assert.equal(threshold.default, null);
+        assert.equal(threshold.exclusiveMinimum, 0);
+        assert.equal(threshold.maximum, 1);
+        for (const [key, dflt] of [
+            ['compression.preserveThreshold', 0.3],
+            ['compression.topPreserveThreshold', 0.2],
+        ] as const) {
+            assert.equal(prop(key).default, dflt);
+            assert.equal(prop(key).exclusiveMinimum, 0);
+            assert.equal(prop(key).exclusiveMaximum, 1);
+        }
+        assert.equal(prop('compression.density.readWritePruning').default, true);
+        assert.equal(prop('compression.density.fileDedupe').default, true);
+        assert.equal(prop('compression.density.recencyPruning').default, false);
+        assert.equal(prop('compression.density.recencyRetention').type, 'integer');
+        assert.equal(prop('compression.density.recencyRetention').minimum, 1);
+        assert.equal(prop('contextLimit').type, 'integer');
+        assert.equal(prop('contextLimit').default, 200000);
+        assert.equal(prop('tools.read').items?.type, 'string');
+        assert.ok((prop('tools.read').default as string[]).includes('read_file'));
+        assert.ok((prop('tools.write').default as string[]).includes('Edit'));
+        assert.equal(prop('watch.enabled').default, true);
+        assert.deepEqual(prop('summarizer.provider').enum, ['client', 'openai']);
+    });
+
+    it('every key of PROTOCOL.md settings table is contributed', { skip: !fs.existsSync(PROTOCOL_MD) && 'shared/PROTOCOL.md not found' }, () => {
+        const text = fs.readFileSync(PROTOCOL_MD, 'utf8');
+        const table = text.slice(text.indexOf('## Settings'), text.indexOf('## Requests'));
+        const keys = new Set<string>();
+        for (const row of table.split('\n').filter((l) => l.startsWith('| `'))) {
+            const cell = row.split('|')[1];
+            for (const m of cell.matchAll(/`([\w.]+)`/g)) {
+                keys.add(m[1]);
+            }
+        }
+        assert.ok(keys.size >= 16, `parsed ${keys.size} keys`);
+        for (const key of keys) {
+            prop(key);
+        }
+        // The daemon may know more keys than the table (tools.shell): the real-daemon test checks those.
+        const ours = new Set(DAEMON_SETTINGS.map((s) => s.key));
+        for (const key of keys) {
+            assert.ok(ours.has(key), key);
+        }
+    });
+
+    it('declares engines, activation, main, types, commands', () => {
+        assert.equal(pkg.engines.vscode, '^1.100.0');
+        assert.deepEqual(pkg.activationEvents, ['onStartupFinished']);
+        assert.equal(pkg.main, './out/extension.js');
+        assert.equal(pkg.types, './api.d.ts');
+        const commands = pkg.contributes.commands.map((c: { command: string }) => c.command).sort();
+        for (const c of ['compactNow', 'showHistory', 'openTranscript', 'setOverride', 'clearSession', 'showSessions']) {
+            assert.ok(commands.includes(`hdcontext.${c}`), c);
+        }
+    });
+});
+
+describe('daemonSection', () => {
+    function reader(values: Record<string, { effective: unknown; inspected?: Inspected }>) {
+        return {
+            get: (key: string) => values[key]?.effective,
+            inspect: (key: string) => values[key]?.inspected ?? {},
+        };
+    }
+
+    it('sends only what the user set, as dotted keys', () => {
+        const section = daemonSection(
+            reader({
+                'compression.strategy': { effective: 'high-density' }, // default only
+                contextLimit: { effective: 1000, inspected: { globalValue: 1000 } },
+                'compression.threshold': { effective: 0.5, inspected: { workspaceValue: 0.5 } },
+                'tools.read': { effective: ['Read'], inspected: { workspaceFolderValue: ['Read'] } },
+            }),
+        );
+        assert.deepEqual(section, { contextLimit: 1000, 'compression.threshold': 0.5, 'tools.read': ['Read'] });
+    });
+
+    it('machine-scoped keys come from user settings only', () => {
+        const section = daemonSection(
+            reader({
+                'summarizer.provider': { effective: 'client', inspected: { workspaceValue: 'openai' } },
+                'summarizer.baseUrl': { effective: '', inspected: { workspaceValue: 'http://evil.invalid' } },
+                'summarizer.model': { effective: 'm', inspected: { globalValue: 'm' } },
+            }),
+        );
+        assert.deepEqual(section, { 'summarizer.model': 'm' });
+    });
+
+    it('an empty string or null is unset', () => {
+        const section = daemonSection(
+            reader({
+                'summarizer.apiKeyEnv': { effective: '', inspected: { globalValue: '' } },
+                'compression.threshold': { effective: null, inspected: { globalValue: null } },
+            }),
+        );
+        assert.deepEqual(section, {});
+    });
+
+    it('isSetByUser', () => {
+        assert.equal(isSetByUser(undefined, 'window'), false);
+        assert.equal(isSetByUser({ workspaceFolderValue: 1 }, 'window'), true);
+        assert.equal(isSetByUser({ workspaceFolderValue: 1 }, 'machine'), false);
+        assert.equal(isSetByUser({ globalValue: false }, 'machine'), true);
+    });
+});

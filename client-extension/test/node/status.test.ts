@@ -1,0 +1,164 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+
+import type { Status } from '../../src/protocol';
+import {
+    ERROR_SHARE,
+    SessionTracker,
+    WARNING_SHARE,
+    formatCount,
+    formatPercent,
+    formatTokens,
+    statusLevel,
+    statusText,
+    statusTooltip,
+} from '../../src/status';
+
+function status(over: Partial<Status> = {}): Status {
+    const s: Status = {
+        sessionId: 'chat-1',
+        version: 3,
+        entryCount: 12,
+        totalTokens: 42100,
+        contextLimit: 200000,
+        threshold: 0.85,
+        percent: 21.05,
+        strategy: 'high-density',
+        savedTokens: 2258,
+        ...over,
+    };
+    if (over.percent === undefined) {
+        s.percent = (100 * s.totalTokens) / s.contextLimit;
+    }
+    return s;
+}
+
+describe('formatTokens', () => {
+    const cases: Array<[number, string]> = [
+        [0, '0'],
+        [7, '7'],
+        [999, '999'],
+        [1000, '1k'],
+        [1049, '1k'],
+        [1050, '1.1k'],
+        [4139, '4.1k'],
+        [42100, '42.1k'],
+        [99949, '99.9k'],
+        [99950, '100k'],
+        [123456, '123k'],
+        [200000, '200k'],
+        [999499, '999k'],
+        [999999, '1M'],
+        [1500000, '1.5M'],
+        [2000000, '2M'],
+        [-1500, '-1.5k'],
+    ];
+    for (const [n, want] of cases) {
+        it(`${n} → ${want}`, () => assert.equal(formatTokens(n), want));
+    }
+    it('non-finite', () => assert.equal(formatTokens(Number.NaN), '?'));
+});
+
+describe('formatPercent', () => {
+    const cases: Array<[number, string]> = [
+        [0, '0%'],
+        [0.04, '<0.1%'],
+        [0.4, '0.4%'],
+        [2.07, '2.1%'],
+        [9.94, '9.9%'],
+        [21.05, '21%'],
+        [85, '85%'],
+        [100, '100%'],
+        [130.6, '131%'],
+    ];
+    for (const [p, want] of cases) {
+        it(`${p} → ${want}`, () => assert.equal(formatPercent(p), want));
+    }
+});
+
+describe('statusText', () => {
+    it('is the figure the issue shows', () => assert.equal(statusText(status()), '42.1k / 200k · 21%'));
+    it('small sessions', () => assert.equal(statusText(status({ totalTokens: 4139, contextLimit: 200000 })), '4.1k / 200k · 2.1%'));
+    it('uses the daemon percent, not its own', () =>
+        assert.equal(statusText(status({ totalTokens: 1000, contextLimit: 2000, percent: 50 })), '1k / 2k · 50%'));
+    it('formatCount groups digits', () => assert.equal(formatCount(170000), '170,000'));
+});
+
+describe('statusLevel', () => {
+    it('normal well below the threshold', () => assert.equal(statusLevel(status()), 'normal'));
+    it('warning near the threshold', () => {
+        const point = 0.85 * 200000;
+        assert.equal(statusLevel(status({ totalTokens: Math.ceil(WARNING_SHARE * point) })), 'warning');
+        assert.equal(statusLevel(status({ totalTokens: Math.floor(WARNING_SHARE * point) - 1 })), 'normal');
+        assert.equal(statusLevel(status({ totalTokens: point + 1 })), 'warning');
+    });
+    it('error near or over the limit', () => {
+        assert.equal(statusLevel(status({ totalTokens: ERROR_SHARE * 200000 })), 'error');
+        assert.equal(statusLevel(status({ totalTokens: 250000 })), 'error');
+    });
+    it('a threshold of 1 warns at 90% and errs at 95%', () => {
+        assert.equal(statusLevel(status({ threshold: 1, totalTokens: 179000 })), 'normal');
+        assert.equal(statusLevel(status({ threshold: 1, totalTokens: 181000 })), 'warning');
+        assert.equal(statusLevel(status({ threshold: 1, totalTokens: 190000 })), 'error');
+    });
+    it('a broken limit is an error, not a crash', () => assert.equal(statusLevel(status({ contextLimit: 0, percent: 0 })), 'error'));
+});
+
+describe('statusTooltip', () => {
+    it('names strategy, threshold and saved tokens', () => {
+        const tip = statusTooltip(status());
+        assert.match(tip, /session chat-1/);
+        assert.match(tip, /42,100 of 200,000 tokens \(21%\) · 12 entries/);
+        assert.match(tip, /Strategy: high-density · compresses at 85% \(170,000 tokens\)/);
+        assert.match(tip, /Saved so far: 2,258 tokens/);
+        assert.match(tip, /Click for sessions and actions/);
+    });
+    it('says why it is coloured', () => {
+        assert.match(statusTooltip(status({ totalTokens: 160000 })), /Nearing the compression threshold/);
+        assert.match(statusTooltip(status({ totalTokens: 210000 })), /Over the context limit/);
+        assert.match(statusTooltip(status({ totalTokens: 192000 })), /Near the context limit/);
+    });
+    it('one entry, several sessions', () => {
+        const tip = statusTooltip(status({ entryCount: 1 }), { sessionCount: 3 });
+        assert.match(tip, /· 1 entry$/m);
+        assert.match(tip, /3 sessions/);
+    });
+});
+
+describe('SessionTracker', () => {
+    it('the most recently updated session is active', () => {
+        const t = new SessionTracker();
+        t.update(status({ sessionId: 'a' }));
+        t.update(status({ sessionId: 'b' }));
+        assert.equal(t.active?.sessionId, 'b');
+        t.update(status({ sessionId: 'a', version: 4 }));
+        assert.equal(t.active?.sessionId, 'a');
+        assert.deepEqual(
+            t.all().map((s) => s.sessionId),
+            ['a', 'b'],
+        );
+    });
+    it('ignores an older version of a session', () => {
+        const t = new SessionTracker();
+        t.update(status({ version: 5, totalTokens: 900 }));
+        assert.equal(t.update(status({ version: 4, totalTokens: 100 })), false);
+        assert.equal(t.active?.totalTokens, 900);
+        // Same version, new limit (a settings change): taken.
+        t.update(status({ version: 5, totalTokens: 900, contextLimit: 1000 }));
+        assert.equal(t.active?.contextLimit, 1000);
+    });
+    it('update without activation keeps the active one', () => {
+        const t = new SessionTracker();
+        t.update(status({ sessionId: 'a' }));
+        t.update(status({ sessionId: 'b' }), false);
+        assert.equal(t.active?.sessionId, 'a');
+        assert.equal(t.size, 2);
+        assert.ok(t.activate('b'));
+        assert.equal(t.active?.sessionId, 'b');
+        assert.equal(t.activate('zzz'), false);
+        t.remove('b');
+        assert.equal(t.active, undefined);
+        t.clear();
+        assert.equal(t.size, 0);
+    });
+});
