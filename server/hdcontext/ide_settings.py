@@ -3,8 +3,9 @@
 Two sources feed them: ``initializationOptions.settings`` (given once, at start) and the section
 pulled with ``workspace/configuration`` (again on every change, or pushed in
 ``workspace/didChangeConfiguration`` by clients that cannot be asked). PROTOCOL.md says "pulled,
-else initializationOptions.settings"; this is applied key by key, so a client that pulls only
-part of the section keeps the rest of what it passed at start.
+else initializationOptions.settings": the initial settings stand until a section arrives, and
+from then on the latest section is the whole truth. Layering them key by key would let a value
+the user removed in the IDE live on from the start-up options, with no way to clear it.
 
 A refused value never replaces a good one: ``settings.merge_section`` keeps the previous value of
 that key, and the refusals come back for the caller to report (``window/logMessage``).
@@ -21,7 +22,7 @@ from .settings import SettingError, merge_section
 class IdeSettings:
     def __init__(self) -> None:
         self._initial: dict[str, object] = {}
-        self._pulled: dict[str, object] = {}
+        self._pulled: dict[str, object] | None = None
         self._effective: dict[str, object] = {}
 
     def current(self) -> dict[str, object]:
@@ -35,12 +36,10 @@ class IdeSettings:
 
     def apply_pulled(self, section: Mapping[str, Any]) -> list[SettingError]:
         """A freshly pulled section replaces the last one; bad values keep their old value."""
-        merged, errors = merge_section(self._effective, section)
-        # merge_section kept the previous value of a refused key only if it had one; a key
-        # whose previous value came from the initial settings falls back to it in _update.
-        self._pulled = merged
+        # A refused key keeps the value in force before, whichever source it came from.
+        self._pulled, errors = merge_section(self._effective, section)
         self._update()
         return errors
 
     def _update(self) -> None:
-        self._effective = {**self._initial, **self._pulled}
+        self._effective = dict(self._initial if self._pulled is None else self._pulled)

@@ -20,7 +20,10 @@ async def test_settings_are_pulled_and_follow_changes(profile: str, storage: Pat
         assert status["contextLimit"] == 120000  # pulled wins over initializationOptions
         settings = await d.call("history/settings", {"sessionId": "s"})
         assert settings["sources"]["compression.strategy"] == "settings"
-        assert settings["values"]["compression.preserveThreshold"] == 0.4  # not pulled: init's
+        # PROTOCOL.md: pulled, else initializationOptions. Once a section is pulled, a key it
+        # lacks is the user's default, not a leftover of the start-up options.
+        assert settings["values"]["compression.preserveThreshold"] == 0.3
+        assert settings["sources"]["compression.preserveThreshold"] == "default"
         assert settings["sources"]["compression.threshold"] == "default"
         assert settings["values"]["compression.threshold"] == 0.85
 
@@ -62,6 +65,16 @@ async def test_settings_are_pulled_and_follow_changes(profile: str, storage: Pat
         settings = await d.call("history/settings", {"sessionId": "s"})
         assert settings["values"]["contextLimit"] == 120000
         assert settings["sources"]["contextLimit"] == "settings"
+
+        # The user removes the key in the IDE: it returns to its default (not to the
+        # start-up options' 90000, nor to the last pulled 120000).
+        d.client.set_configuration({"compression.strategy": "middle-out"}, section="hdcontext")
+        d.client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings=None)
+        )
+        settings = await d.call("history/settings", {"sessionId": "s"})
+        assert settings["values"]["contextLimit"] == 200000
+        assert settings["sources"]["contextLimit"] == "default"
 
 
 async def test_bad_initialization_settings_warn_and_keep_defaults(storage: Path) -> None:
