@@ -15,18 +15,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import traceback
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from . import memory
 from .compression.types import CompressionError, Summarizer, SummarizerError
-from .content import dump_entries
+from .content import IContent, entries_json
 from .ide_settings import IdeSettings
+from .json_text import JsonText
 from .session import Session, Status
 from .sessions import Registry, UnknownSession
 from .settings import SPECS, SettingError, resolve
 from .store import Store
-from .watcher import DiskWatcher, read_times, writes_after_reads
+from .watcher import DiskWatcher, writes_after_reads
 from .wire import (
     AppendParams,
     CompactParams,
@@ -55,6 +57,11 @@ SETTINGS_WAIT_S = 10.0
 R = TypeVar("R")
 
 
+def history_json(entries: Sequence[IContent]) -> JsonText:
+    """A history in a reply: written once by pydantic, not walked by pygls (json_text.py)."""
+    return JsonText(entries_json(entries))
+
+
 class Client(Protocol):
     """The daemon's way to the editor (server.py implements it over pygls)."""
 
@@ -77,6 +84,7 @@ class Daemon:
         self.registry = Registry(self.store, self._make_session, settings.current)
         self.watcher = DiskWatcher(self.registry.note_disk_write, on_error=client.warn)
         self._settings_pull: asyncio.Future[None] | None = None
+        self._large: set[str] = set()  # sessions whose next compaction follows a large append
 
     async def start(self) -> None:
         await self.store.open()
@@ -190,7 +198,11 @@ class Daemon:
             await self.registry.commit(session, lambda: session.append(entries))
             if session.version != before:
                 self._notify(session)
-            return session.status().to_wire()
+            status = session.status().to_wire()
+        if len(entries) >= memory.LARGE_APPEND:
+            memory.release()  # the parse of a large request leaves free pages behind
+            self._large.add(p.session_id)
+        return status
 
     async def compact(self, raw: object) -> dict[str, Any]:
         p = parse_params(CompactParams, raw)
@@ -207,7 +219,11 @@ class Daemon:
                 provider = session.resolved().text("summarizer.provider") or "client"
                 raise summarizer_failed(f"summarizer '{provider}' failed: {err}") from None
             self._notify(session, result.status)
-            return result.to_wire()
+            reply = result.to_wire(encode=history_json)
+        if p.session_id in self._large:
+            self._large.discard(p.session_id)
+            memory.release()  # so does the first look at a large batch of entries
+        return reply
 
     async def _settle_disk(self, session: Session) -> None:
         """Give the compaction every write that happened before it (see watcher.py)."""
@@ -215,7 +231,7 @@ class Daemon:
         r = session.resolved()
         if not r.flag("watch.enabled"):
             return
-        reads = read_times(session.history.raw, r.names("tools.read"), self.workspace_root())
+        reads = session.read_times(r.names("tools.read"), self.workspace_root())
         for path, when in await writes_after_reads(reads):
             session.note_write(path, when)
 
@@ -225,11 +241,11 @@ class Daemon:
             session = await self.registry.get(p.session_id)
             history = session.history
             if p.view == "raw":
-                entries = dump_entries(history.raw)
+                entries = history_json(history.raw)
             elif p.view == "transcript":
-                entries = dump_entries(history.transcript)
+                entries = history_json(history.transcript)
             else:
-                entries = dump_entries(history.curated())
+                entries = history_json(history.curated())
             return {"entries": entries, "status": session.status().to_wire()}
 
     async def set_override(self, raw: object) -> dict[str, object]:

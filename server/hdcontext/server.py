@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
+import json
 import logging
 import sys
 import uuid
@@ -32,15 +34,17 @@ import platformdirs
 from lsprotocol import types
 from lsprotocol.converters import get_converter
 from pydantic import ValidationError
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
+from . import memory
 from .content import validation_messages
 from .daemon import SETTINGS_WAIT_S, Daemon
 from .ide_settings import IdeSettings
+from .json_text import encode, holds_text
 from .session import Session
 from .store import StoreError
 from .summarizer import SessionSummarizer
@@ -84,6 +88,45 @@ class HdProtocol(LanguageServerProtocol):
                     return
                 raise
         super().handle_message(message)
+
+    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        """Replies holding JSON text (a whole history) are written here, without pygls'
+        converter pass; everything else as pygls writes it (json_text.py says why)."""
+        if error is not None or not holds_text(result):
+            super()._send_response(msg_id, result, error)
+            return
+        self._result_types.pop(msg_id, None)
+        body = [
+            b'{"id":',
+            json.dumps(msg_id).encode("ascii"),
+            b',"jsonrpc":"2.0","result":',
+            *encode(result),
+            b"}",
+        ]
+        if self._include_headers:
+            length = sum(len(part) for part in body)
+            header = (
+                f"Content-Length: {length}\r\n"
+                f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+            )
+            body.insert(0, header.encode("ascii"))
+        self._write(b"".join(body))
+
+    def _write(self, data: bytes) -> None:
+        """What pygls' ``_send_data`` does with a message once it is bytes."""
+        if self.writer is None:
+            log.error("Unable to send data, no available transport!")
+            return
+        try:
+            res = self.writer.write(data)
+            if inspect.isawaitable(res):
+                _background(res, "sending a reply")
+        except BrokenPipeError:
+            log.exception("Error sending data. BrokenPipeError")
+            raise
+        except Exception as error:
+            log.exception("Error sending data")
+            self._server._report_server_error(error, JsonRpcInternalError)
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Any:
@@ -412,8 +455,10 @@ def configure_logging(level: int = logging.INFO) -> None:
 
 
 def serve_stdio() -> None:
+    memory.configure()
     build_server().start_io()
 
 
 def serve_tcp(host: str, port: int) -> None:
+    memory.configure()
     build_server().start_tcp(host, port)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .compression.density_index import DensityIndex, reproduces
 from .compression.factory import get_strategy
 from .compression.prompts import load_compression_prompt
 from .compression.types import (
@@ -30,6 +31,7 @@ from .compression.types import (
 )
 from .content import IContent, Metadata, dump_entries
 from .history import History
+from .read_log import ReadLog
 from .settings import Resolved, resolve, validate
 from .todos import latest_todo_write
 
@@ -122,9 +124,12 @@ class CompactResult:
     steps: tuple[Step, ...] = field(default=())
     """The passes that ran, in order (``optimize``, ``compress``, ``emergency-optimize``…)."""
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(
+        self, encode: Callable[[Sequence[IContent]], object] = dump_entries
+    ) -> dict[str, Any]:
+        """The reply of ``history/compact``; ``encode`` writes the history (dicts by default)."""
         return {
-            "history": dump_entries(self.history),
+            "history": encode(self.history),
             "status": self.status.to_wire(),
             "density": self.density.to_wire() if self.density else None,
             "compression": self.compression.to_wire() if self.compression else None,
@@ -163,6 +168,10 @@ class Session:
         self._writes: dict[str, int] = {}
         self._todos: list[Todo] = []
         self._todos_since = 0  # transcript length when the client last set todos
+        # What optimize and the disk settle learnt about the history, kept between turns so
+        # that a turn costs what it adds (both catch up through the history's journal).
+        self._density = DensityIndex()
+        self._read_log = ReadLog()
 
     # -- settings ------------------------------------------------------------------------
 
@@ -228,6 +237,10 @@ class Session:
             # must look again even when no entry was added.
             self.dirty = True
 
+    def read_times(self, read_tools: frozenset[str], workspace_root: str) -> dict[str, int]:
+        """``watcher.read_times`` of the working history, from what changed since last time."""
+        return self._read_log.read_times(self.history, read_tools, workspace_root)
+
     @property
     def writes(self) -> dict[str, int]:
         return dict(self._writes)
@@ -274,7 +287,11 @@ class Session:
         assert can_optimize(strategy)
         optimizing: OptimizingStrategy = strategy  # type: ignore[assignment]
         before = self.history.total_tokens
-        result = optimizing.optimize(self.history.raw, self.density_config(r))
+        config = self.density_config(r)
+        if reproduces(optimizing):
+            result = self._density.optimize(self.history, config)
+        else:
+            result = optimizing.optimize(self.history.raw, config)
         if not result.is_empty:  # REQ-HD-002.4 / 002.5
             await self.history.apply_density_result(result)
             self.version += 1

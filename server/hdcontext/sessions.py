@@ -18,14 +18,17 @@ them, under its lock, so a compaction's view of the disk never changes halfway t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
+from . import memory
 from .content import IContent
+from .history import History
+from .journal import Change
 from .session import Session, SessionState, Status
 from .settings import resolve
-from .store import Loaded, SaveOp, Store, WorkingRow
+from .store import Loaded, SaveOp, Store, WorkingChange, WorkingRow
 
 T = TypeVar("T")
 
@@ -38,17 +41,17 @@ class UnknownSession(LookupError):
 
 @dataclass
 class _Saved:
-    """What the store holds of a loaded session, to save only what changed."""
+    """How far the store has a loaded session, to save only what changed since."""
 
     transcript_len: int
-    raw: list[IContent]
-    seq_of: dict[int, int]  # id() of a transcript entry -> its seq (entries stay alive)
+    revision: int  # of the history's journal at the last save (journal.py)
 
 
 @dataclass(frozen=True)
 class _Snapshot:
     raw: list[IContent]
     counts: list[int]
+    keys: list[int]
     transcript: list[IContent]
     state: SessionState
 
@@ -111,7 +114,7 @@ class Registry:
             for key, value in overrides.items():
                 session.set_override(key, value)
             await to_completion(self._store.create(session_id, session.export_state(), model))
-            self._register(session, _Saved(0, [], {}))
+            self._register(session, _Saved(0, session.history.journal.revision))
             return session
         if overrides or model:
 
@@ -132,15 +135,15 @@ class Registry:
         if session_id in self._sessions:  # loaded meanwhile by a request not holding the lock
             return self._sessions[session_id]
         session = self._restore_loaded(stored)
-        seq_of = {id(e): i for i, e in enumerate(session.history.transcript)}
-        self._register(
-            session, _Saved(len(session.history.transcript), list(session.history.raw), seq_of)
-        )
+        history = session.history
+        self._register(session, _Saved(len(history.transcript), history.journal.revision))
+        if len(stored.transcript) >= memory.LARGE_APPEND:
+            memory.release()  # parsing a large session leaves free pages behind
         return session
 
     def _restore_loaded(self, stored: Loaded) -> Session:
         session = self._make(stored.session_id)
-        session.history.restore(stored.raw, stored.counts, stored.transcript)
+        session.history.restore(stored.raw, stored.counts, stored.transcript, stored.keys)
         session.import_state(stored.state)
         return session
 
@@ -231,36 +234,23 @@ class Registry:
         history = session.history
         transcript = history.transcript
         new_transcript = [(s, transcript[s]) for s in range(saved.transcript_len, len(transcript))]
-        added = {id(entry): seq for seq, entry in new_transcript}
-
-        def seq_of(entry: IContent) -> int | None:
-            key = id(entry)
-            return saved.seq_of[key] if key in saved.seq_of else added.get(key)
-
-        raw, counts = list(history.raw), list(history.tokens)
-        same = 0
-        limit = min(len(raw), len(saved.raw))
-        while same < limit and raw[same] is saved.raw[same]:
-            same += 1
-        rows = []
-        for pos in range(same, len(raw)):
-            seq = seq_of(raw[pos])
-            rows.append(WorkingRow(pos, seq, raw[pos] if seq is None else None, counts[pos]))
-        unchanged = same == len(raw) == len(saved.raw)
+        changes = history.journal.since(saved.revision)
+        if changes is None:
+            working = _all_rows(history)
+        else:
+            working = _changed_rows(history, changes, new_transcript)
         op = SaveOp(
             session_id=sid,
             state=session.export_state(),
             entry_count=history.curated_count,
             total_tokens=history.total_tokens,
             new_transcript=new_transcript,
-            working_from=None if unchanged else same,
-            working=rows,
+            working=working,
             model=model,
         )
         await self._store.save(op)
-        saved.seq_of.update(added)
         saved.transcript_len = len(transcript)
-        saved.raw = raw
+        saved.revision = history.journal.revision
 
     # -- disk writes --------------------------------------------------------------------------
 
@@ -281,11 +271,49 @@ class Registry:
             session.note_write(path, when)
 
 
+def _row(key: int, entry: IContent, tokens: int, seq: int | None) -> WorkingRow:
+    return WorkingRow(key, seq, entry if seq is None else None, tokens)
+
+
+def _all_rows(history: History) -> WorkingChange:
+    """Every working row anew (the history was replaced, or the journal lost track)."""
+    seq_of = {id(e): seq for seq, e in enumerate(history.transcript)}
+    rows = [
+        _row(key, entry, tokens, seq_of.get(id(entry)))
+        for key, entry, tokens in zip(history.keys, history.raw, history.tokens, strict=True)
+    ]
+    return WorkingChange(rewrite=True, rows=rows)
+
+
+def _changed_rows(
+    history: History, changes: Sequence[Change], appended: Sequence[tuple[int, IContent]]
+) -> WorkingChange:
+    """The rows of the entries the changes touched: written if still there, else deleted.
+
+    An entry appended in this commit refers to its transcript row; an edited one is stored
+    in full (edits make new entries; none of them is a transcript entry).
+    """
+    seq_of = {id(entry): seq for seq, entry in appended}
+    touched = sorted({key for c in changes for key, _ in (*c.removed, *c.added)})
+    deleted: list[int] = []
+    rows: list[WorkingRow] = []
+    for key in touched:
+        index = history.position(key)
+        if index is None:
+            deleted.append(key)
+        else:
+            entry = history.raw[index]
+            rows.append(_row(key, entry, history.tokens[index], seq_of.get(id(entry))))
+    return WorkingChange(deleted=deleted, rows=rows)
+
+
 def _snapshot(session: Session) -> _Snapshot:
     h = session.history
-    return _Snapshot(list(h.raw), list(h.tokens), list(h.transcript), session.export_state())
+    return _Snapshot(
+        list(h.raw), list(h.tokens), list(h.keys), list(h.transcript), session.export_state()
+    )
 
 
 def _restore(session: Session, snap: _Snapshot) -> None:
-    session.history.restore(snap.raw, snap.counts, snap.transcript)
+    session.history.restore(snap.raw, snap.counts, snap.transcript, snap.keys)
     session.import_state(snap.state)

@@ -425,6 +425,11 @@ def may_change_directory(command: str) -> bool:
     return bool(_CHANGES_DIRECTORY.search(command))
 
 
+def shell_root(workspace_root: str) -> str:
+    """Where a shell starts when a call names no directory: the resolved workspace root."""
+    return resolve_path(workspace_root, "") if workspace_root else ""
+
+
 def effects_in_order(calls: Sequence[ShellCall], workspace_root: str) -> list[ShellEffect | None]:
     """The effect of each call, in the order they ran, following ``cd`` across calls.
 
@@ -433,22 +438,35 @@ def effects_in_order(calls: Sequence[ShellCall], workspace_root: str) -> list[Sh
     for a shell that keeps it; the start is known only when the two agree (nothing has left
     the root, or a later ``cd`` came back to it).
     """
-    root = resolve_path(workspace_root, "") if workspace_root else ""
+    root = shell_root(workspace_root)
     persistent: str | None = root
     out: list[ShellEffect | None] = []
     for call in calls:
-        if call.cwd is not None:
-            start: str | None = resolve_path(call.cwd, root)
-        else:
-            start = root if persistent == root else None
-        effect = shell_effect(call.command, start)
+        effect, persistent = next_effect(call, persistent, root)
         out.append(effect)
-        if effect is None:
-            if may_change_directory(call.command):
-                persistent = None
-        elif effect.changes_directory:
-            if call.succeeded and effect.final_cwd is not None:
-                persistent = effect.final_cwd
-            elif effect.final_cwd != persistent:
-                persistent = None
     return out
+
+
+def next_effect(
+    call: ShellCall, persistent: str | None, root: str
+) -> tuple[ShellEffect | None, str | None]:
+    """One step of :func:`effects_in_order`: the call's effect, and where a shell that keeps
+    its directory is after it (``persistent`` is where it was before; ``None``: unknown).
+
+    A step depends on nothing but its arguments, so a caller that keeps the directory after
+    each call can redo the steps from a changed call on and stop where the directory agrees.
+    """
+    if call.cwd is not None:
+        start: str | None = resolve_path(call.cwd, root)
+    else:
+        start = root if persistent == root else None
+    effect = shell_effect(call.command, start)
+    if effect is None:
+        if may_change_directory(call.command):
+            persistent = None
+    elif effect.changes_directory:
+        if call.succeeded and effect.final_cwd is not None:
+            persistent = effect.final_cwd
+        elif effect.final_cwd != persistent:
+            persistent = None
+    return effect, persistent

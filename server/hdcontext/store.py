@@ -12,6 +12,12 @@ transcript row instead of repeating the JSON; entries that density edits or comp
 are stored in full. ``sessions`` holds the rest of a session's state, and the counts that
 ``history/list`` shows without loading a session.
 
+A working row's ``pos`` is the entry's key in the history (``journal.py``): it increases along
+the history, and an entry keeps it when entries before it go. So a commit writes the rows of
+the entries that changed (appended, edited, removed), never the rest of the view; only a
+history replaced wholesale (compression, clear) rewrites it. Databases written when ``pos``
+was the index (schema 1) read the same way: an index is a key too.
+
 All database work runs on one dedicated thread, in order: the event loop never waits on the
 disk, and requests for different sessions go on while one commits.
 """
@@ -39,7 +45,11 @@ T = TypeVar("T")
 
 DB_NAME = "hdcontext.sqlite3"
 TRANSCRIPTS_DIR = "transcripts"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: ``working.pos`` is the entry's key, not its index (the tables are those of 1, and a
+database of 1 is one of 2 as it is; a daemon that knows only 1 would write positions over
+keys, so it refuses a database of 2)."""
+CACHE_KIB = 256
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -141,9 +151,22 @@ class WorkingRow:
     """One entry of the working view: a transcript reference, or the entry itself."""
 
     pos: int
+    """The entry's key: rows are read back in its order."""
     seq: int | None
     entry: IContent | None
     tokens: int
+
+
+@dataclass(frozen=True)
+class WorkingChange:
+    """What one commit does to the working rows of a session."""
+
+    rewrite: bool = False
+    """Delete every row first (the history was replaced wholesale)."""
+    deleted: Sequence[int] = ()
+    """Rows (by ``pos``) of entries that left the working view."""
+    rows: Sequence[WorkingRow] = ()
+    """Rows written or overwritten."""
 
 
 @dataclass(frozen=True)
@@ -155,9 +178,7 @@ class SaveOp:
     entry_count: int
     total_tokens: int
     new_transcript: Sequence[tuple[int, IContent]] = ()
-    working_from: int | None = None
-    """Working rows at and after this position are replaced by ``working``; None: untouched."""
-    working: Sequence[WorkingRow] = ()
+    working: WorkingChange = WorkingChange()
     model: str | None = None
 
 
@@ -168,6 +189,7 @@ class Loaded:
     transcript: list[IContent]
     raw: list[IContent]
     counts: list[int]
+    keys: list[int]
     model: str | None
     created: int
 
@@ -214,6 +236,10 @@ class Store:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
             db.execute("PRAGMA busy_timeout=10000")
+            # The daemon reads the database only to load a session (once, in order) and
+            # writes a few pages a commit; SQLite's default 2 MB page cache would mostly keep
+            # pages of a large first append, whose entries the daemon holds in memory anyway.
+            db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
             version = int(db.execute("PRAGMA user_version").fetchone()[0])
             if version > SCHEMA_VERSION:
                 db.close()
@@ -263,6 +289,7 @@ class Store:
 
         def run(db: sqlite3.Connection) -> None:
             transcript_rows = [(op.session_id, seq, entry_json(e)) for seq, e in op.new_transcript]
+            working = op.working
             working_rows = [
                 (
                     op.session_id,
@@ -271,7 +298,7 @@ class Store:
                     entry_json(row.entry) if row.entry is not None else None,
                     row.tokens,
                 )
-                for row in op.working
+                for row in working.rows
             ]
             with _transaction(db):
                 if transcript_rows:
@@ -279,13 +306,16 @@ class Store:
                         "INSERT INTO transcript (session_id, seq, entry) VALUES (?, ?, ?)",
                         transcript_rows,
                     )
-                if op.working_from is not None:
-                    db.execute(
-                        "DELETE FROM working WHERE session_id=? AND pos>=?",
-                        (op.session_id, op.working_from),
-                    )
+                if working.rewrite:
+                    db.execute("DELETE FROM working WHERE session_id=?", (op.session_id,))
+                if working.deleted:
                     db.executemany(
-                        "INSERT INTO working (session_id, pos, seq, entry, tokens)"
+                        "DELETE FROM working WHERE session_id=? AND pos=?",
+                        [(op.session_id, pos) for pos in working.deleted],
+                    )
+                if working_rows:
+                    db.executemany(
+                        "INSERT OR REPLACE INTO working (session_id, pos, seq, entry, tokens)"
                         " VALUES (?, ?, ?, ?, ?)",
                         working_rows,
                     )
@@ -321,19 +351,22 @@ class Store:
             ]
             raw: list[IContent] = []
             counts: list[int] = []
-            for seq, text, tokens in db.execute(
-                "SELECT seq, entry, tokens FROM working WHERE session_id=? ORDER BY pos",
+            keys: list[int] = []
+            for pos, seq, text, tokens in db.execute(
+                "SELECT pos, seq, entry, tokens FROM working WHERE session_id=? ORDER BY pos",
                 (session_id,),
             ):
                 # A reference keeps the very object of the transcript, as after an append.
                 raw.append(transcript[seq] if seq is not None else entry_from_json(text))
                 counts.append(int(tokens))
+                keys.append(int(pos))
             return Loaded(
                 session_id=session_id,
                 state=state_from_json(row[0]),
                 transcript=transcript,
                 raw=raw,
                 counts=counts,
+                keys=keys,
                 model=row[1],
                 created=int(row[2]),
             )

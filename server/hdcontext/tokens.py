@@ -46,7 +46,20 @@ def count_text(text: str) -> int:
     if not text:
         return 0
     # Special-token text in a conversation is just text: never let it raise.
-    return len(encoding().encode_ordinary(text))
+    return len(encoding().encode_ordinary(_transient(text)))
+
+
+def _transient(text: str) -> str:
+    """A copy of a non-ASCII text, for the tokenizer to read.
+
+    tiktoken reads a str as UTF-8, and CPython keeps the UTF-8 form of a non-ASCII str it
+    was asked for inside the str, for as long as the str lives: counting an entry would
+    leave a second copy of its text in memory for the whole session. The copy dies here.
+    An ASCII str is its own UTF-8: nothing to copy.
+    """
+    if text.isascii() or len(text) < 2:
+        return text
+    return text[:1] + text[1:]
 
 
 def _json_text(value: object) -> str:

@@ -102,11 +102,14 @@ def dedupe_file_inclusions(history: Sequence[IContent], workspace_root: str) -> 
         blocks = new_blocks.setdefault(i, list(history[i].blocks))
         text_block = blocks[j]
         assert isinstance(text_block, TextBlock)
-        blocks[j] = text_block.model_copy(update={"text": _replace(text_block.text, stale)})
+        blocks[j] = text_block.model_copy(
+            update={"text": replace_inclusions(text_block.text, stale)}
+        )
     return edits_from_blocks(history, new_blocks)
 
 
-def _replace(text: str, stale: Sequence[Inclusion]) -> str:
+def replace_inclusions(text: str, stale: Sequence[Inclusion]) -> str:
+    """The text with each of the given inclusions (in order) cut to its one-line note."""
     parts: list[str] = []
     cursor = 0
     for inclusion in stale:

@@ -50,7 +50,9 @@ class _Response:
 
 
 @dataclass(frozen=True)
-class _ShellRun:
+class ShellRun:
+    """A shell call's recognised effect, and whether the call succeeded."""
+
     effect: ShellEffect
     succeeded: bool
 
@@ -106,17 +108,17 @@ def _analyse(
     responses = _responses_by_call(history)
     shell = _shell_effects(history, responses, config)
     last_write = _last_writes(calls, responses, shell, config)
-    ledger = _ledger(config)
+    ledger = ledger_of(config)
 
     out: list[StaleRead] = []
     for call_id, call in calls.items():
-        read = _read_of(call.block, shell.get(call_id), config)
+        read = read_of(call.block, shell.get(call_id), config)
         if read is None:
             continue
         paths, only_reads = read
         read_time = _read_time(history, call, responses.get(call_id, []))
         stale = tuple(
-            p for p in paths if _written_after(p, call.position, read_time, last_write, ledger)
+            p for p in paths if written_after(p, call.position, read_time, last_write, ledger)
         )
         if stale:
             prunable = only_reads and len(stale) == len(paths)
@@ -124,8 +126,8 @@ def _analyse(
     return out, calls, responses
 
 
-def _read_of(
-    call: ToolCallBlock, effect: _ShellRun | None, config: DensityConfig
+def read_of(
+    call: ToolCallBlock, effect: ShellRun | None, config: DensityConfig
 ) -> tuple[tuple[str, ...], bool] | None:
     """(resolved files read, whether reading was all the call did), or ``None``."""
     if call.name in config.read_tools:
@@ -167,14 +169,24 @@ def _answers(call: _Call, responses: Sequence[_Response]) -> list[_Response]:
 
 
 def _succeeded(call: _Call, responses: Sequence[_Response]) -> bool:
+    return answered_without_error([r.block for r in _answers(call, responses)])
+
+
+def answered_without_error(answers: Sequence[ToolResponseBlock]) -> bool:
     """Answered, with no error: the one rule for "this write happened"."""
-    answers = _answers(call, responses)
-    return bool(answers) and not any(r.block.error for r in answers)
+    return bool(answers) and not any(r.error for r in answers)
+
+
+def shell_succeeded(answers: Sequence[ToolResponseBlock]) -> bool:
+    """A shell call's rule: answered without an error, and no answer reports a failing exit."""
+    return answered_without_error(answers) and all(
+        exit_status(r.result) in (None, 0) for r in answers
+    )
 
 
 def _shell_effects(
     history: Sequence[IContent], responses: dict[str, list[_Response]], config: DensityConfig
-) -> dict[str, _ShellRun]:
+) -> dict[str, ShellRun]:
     """The effect of every shell call with a unique id, read in the order the calls ran.
 
     A call succeeded when it is answered without an error (as a write tool) and no answer
@@ -196,22 +208,18 @@ def _shell_effects(
     runs: list[ShellCall] = []
     for call, command in found:
         answers = _answers(call, responses.get(call.block.id, []))
-        ok = (
-            call.block.id not in repeated
-            and _succeeded(call, answers)
-            and all(exit_status(r.block.result) in (None, 0) for r in answers)
-        )
-        cwd = cwd_of(call.block.parameters) or _entry_cwd(history[call.position[0]])
+        ok = call.block.id not in repeated and shell_succeeded([r.block for r in answers])
+        cwd = cwd_of(call.block.parameters) or entry_cwd(history[call.position[0]])
         runs.append(ShellCall(command, cwd, ok))
     effects = effects_in_order(runs, config.workspace_root)
     return {
-        call.block.id: _ShellRun(effect, run.succeeded)
+        call.block.id: ShellRun(effect, run.succeeded)
         for (call, _), run, effect in zip(found, runs, effects, strict=True)
         if effect is not None and call.block.id not in repeated
     }
 
 
-def _entry_cwd(entry: IContent) -> str | None:
+def entry_cwd(entry: IContent) -> str | None:
     """``metadata.cwd``: where the agent's shell was when it made the entry's calls
     (Claude Code records it; its shell keeps the directory between calls)."""
     extra = entry.metadata.model_extra if entry.metadata is not None else None
@@ -222,7 +230,7 @@ def _entry_cwd(entry: IContent) -> str | None:
 def _last_writes(
     calls: dict[str, _Call],
     responses: dict[str, list[_Response]],
-    shell: dict[str, _ShellRun],
+    shell: dict[str, ShellRun],
     config: DensityConfig,
 ) -> dict[str, Position]:
     """Resolved path -> position of the latest write known to have succeeded."""
@@ -244,7 +252,7 @@ def _last_writes(
     return latest
 
 
-def _ledger(config: DensityConfig) -> dict[str, int]:
+def ledger_of(config: DensityConfig) -> dict[str, int]:
     """Resolved path -> time of the latest write seen outside the history."""
     latest: dict[str, int] = {}
     for write in config.external_writes:
@@ -276,7 +284,7 @@ def _read_time(
     return history[call.position[0]].timestamp
 
 
-def _written_after(
+def written_after(
     path: str,
     read_at: Position,
     read_time: int | None,
