@@ -104,7 +104,7 @@ async def run_compact(
 ) -> tuple[CompactResult, int, int]:
     """Load the entries into a fresh session and compact once; (result, entries, tokens) before."""
 
-    async def export(_: Sequence[IContent]) -> str | None:
+    async def export(_: Sequence[bytes]) -> str | None:
         return transcript_path
 
     session = Session("cli", workspace_root=lambda: workspace_root, export_transcript=export)

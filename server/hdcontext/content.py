@@ -229,6 +229,23 @@ def entries_json(entries: Iterable[IContent]) -> bytes:
         return json.dumps(dump_entries(listed)).encode("ascii")
 
 
+def entry_json(entry: IContent) -> bytes:
+    """One entry as ``entries_json`` writes it inside the array: compact UTF-8 JSON."""
+    try:
+        return _ENTRIES_OUT.dump_json([entry], exclude_unset=True)[1:-1]
+    except PydanticSerializationError:
+        return json.dumps(entry.to_wire(), separators=(",", ":")).encode("ascii")
+
+
+def entry_from_json(data: str | bytes) -> IContent:
+    """An entry from its JSON, validated. pydantic's JSON reader refuses an escaped lone
+    surrogate (which ``entry_json`` may write); the json module reads it."""
+    try:
+        return _ENTRY.validate_json(data)
+    except ValidationError:
+        return _ENTRY.validate_python(json.loads(data))
+
+
 def text_entry(speaker: Speaker, text: str) -> IContent:
     return IContent(speaker=speaker, blocks=(TextBlock(text=text),))
 

@@ -28,6 +28,7 @@ from .session import Session, Status
 from .sessions import Registry, UnknownSession
 from .settings import SPECS, SettingError, resolve
 from .store import Store
+from .stored import Entries
 from .watcher import DiskWatcher, writes_after_reads
 from .wire import (
     AppendParams,
@@ -58,7 +59,10 @@ R = TypeVar("R")
 
 
 def history_json(entries: Sequence[IContent]) -> JsonText:
-    """A history in a reply: written once by pydantic, not walked by pygls (json_text.py)."""
+    """A history in a reply, not walked by pygls (json_text.py): stored entries joined as
+    they are (``stored.Entries``), others written once by pydantic."""
+    if isinstance(entries, Entries):
+        return JsonText(entries.json())
     return JsonText(entries_json(entries))
 
 

@@ -11,18 +11,24 @@ from interleaving with an append while token counting runs off the event loop.
 Every entry of the working view has a key (``journal.py``), and every change is recorded in
 the journal, so that readers that keep what they learnt about the history (the density
 index, the read log) can catch up by the entries that changed.
+
+Entries are held as their wire JSON (``stored.py``): the views parse what they are asked for,
+and the timestamp of each entry is kept beside it, as its count is, for the readers that
+order reads against writes.
 """
 
 from __future__ import annotations
 
 import asyncio
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from itertools import compress, pairwise
 
 from .compression.types import DensityResult
-from .content import IContent, is_empty_ai
+from .content import IContent, entry_from_json, entry_json, is_empty_ai
 from .journal import Change, Journal
+from .stored import Blob, Entries
 from .tokens import count_entry
 
 
@@ -44,26 +50,44 @@ def check_density_result(result: DensityResult, length: int) -> None:
         )
 
 
+@dataclass(frozen=True)
+class HistorySnapshot:
+    """A history's working view and transcript at one moment (``History.snapshot``)."""
+
+    raw: tuple[Blob, ...]
+    tokens: tuple[int, ...]
+    keys: tuple[int, ...]
+    shown: tuple[bool, ...]
+    stamps: tuple[int | None, ...]
+    transcript: tuple[Blob, ...]
+
+
 class History:
     def __init__(self, counter: Callable[[IContent], int] = count_entry) -> None:
         self._count = counter
-        self._raw: list[IContent] = []
+        self._raw: list[Blob] = []
         self._tokens: list[int] = []
         self._keys: list[int] = []  # increasing along the history (journal.py)
         self._shown: list[bool] = []  # False where the curated view leaves an entry out
+        self._stamps: list[int | None] = []  # each entry's metadata.timestamp
         self._curated_tokens: list[int] = []  # 0 where the curated view leaves an entry out
         self._curated_len = 0
         self._total = 0
         self._next_key = 0
-        self._transcript: list[IContent] = []
+        self._transcript: list[Blob] = []
         self.journal = Journal()
         self._lock = asyncio.Lock()
 
     # -- views ---------------------------------------------------------------------------
 
     @property
-    def raw(self) -> Sequence[IContent]:
-        """The working history with density edits applied (REQ-HD-003.5). Do not mutate."""
+    def raw(self) -> Entries:
+        """The working history with density edits applied (REQ-HD-003.5), parsed as read."""
+        return Entries(self._raw)
+
+    @property
+    def raw_json(self) -> Sequence[Blob]:
+        """``raw`` as stored: each entry's JSON. Do not mutate."""
         return self._raw
 
     @property
@@ -76,19 +100,30 @@ class History:
         """``keys[i]`` is the key of ``raw[i]`` (journal.py); increasing. Do not mutate."""
         return self._keys
 
+    @property
+    def timestamps(self) -> Sequence[int | None]:
+        """``timestamps[i]`` is ``raw[i].timestamp``, without parsing the entry."""
+        return self._stamps
+
     def position(self, key: int) -> int | None:
         """The index of the entry with ``key`` in the working view, if it is there."""
         i = bisect_left(self._keys, key)
         return i if i < len(self._keys) and self._keys[i] == key else None
 
     @property
-    def transcript(self) -> Sequence[IContent]:
+    def transcript(self) -> Entries:
         """Everything ever appended, in order; nothing prunes or compresses it."""
+        return Entries(self._transcript)
+
+    @property
+    def transcript_json(self) -> Sequence[Blob]:
+        """``transcript`` as stored. An entry still in the working view as it was appended
+        is the very same object in both lists. Do not mutate."""
         return self._transcript
 
-    def curated(self) -> list[IContent]:
+    def curated(self) -> Entries:
         """What a model receives: the working view without empty AI entries."""
-        return list(compress(self._raw, self._shown))
+        return Entries(list(compress(self._raw, self._shown)))
 
     @property
     def total_tokens(self) -> int:
@@ -101,50 +136,62 @@ class History:
 
     # -- changes -------------------------------------------------------------------------
 
-    async def _count_all(self, entries: Sequence[IContent]) -> list[int]:
+    async def _count_all(self, entries: Sequence[IContent]) -> tuple[list[int], list[Blob]]:
         # tiktoken releases the GIL while encoding: a large append does not stall the loop
         # (other sessions' requests go on), and the hop costs tens of microseconds.
-        return await asyncio.to_thread(lambda: [self._count(e) for e in entries])
+        def work() -> tuple[list[int], list[Blob]]:
+            return [self._count(e) for e in entries], [entry_json(e) for e in entries]
+
+        return await asyncio.to_thread(work)
 
     def _new_keys(self, n: int) -> range:
         keys = range(self._next_key, self._next_key + n)
         self._next_key += n
         return keys
 
-    def _set_lists(
-        self, entries: list[IContent], counts: list[int], keys: list[int] | None = None
+    def _install(
+        self,
+        blobs: list[Blob],
+        counts: list[int],
+        shown: list[bool],
+        stamps: list[int | None],
+        keys: list[int] | None = None,
     ) -> None:
         """Install a whole new working view (with new keys, unless it brings its own)."""
         if keys is None:
-            keys = list(self._new_keys(len(entries)))
-        elif len(keys) != len(entries) or any(a >= b for a, b in pairwise(keys)):
+            keys = list(self._new_keys(len(blobs)))
+        elif len(keys) != len(blobs) or any(a >= b for a, b in pairwise(keys)):
             raise ValueError("keys must increase along the history, one per entry")
         else:
             self._next_key = max(self._next_key, keys[-1] + 1 if keys else 0)
-        self._raw = entries
+        if not len(blobs) == len(counts) == len(shown) == len(stamps):
+            raise ValueError("one count, flag and timestamp per entry")
+        self._raw = blobs
         self._tokens = counts
         self._keys = keys
-        self._shown = [not is_empty_ai(e) for e in entries]
-        self._curated_tokens = [c if s else 0 for c, s in zip(counts, self._shown, strict=True)]
-        self._curated_len = sum(self._shown)
+        self._shown = shown
+        self._stamps = stamps
+        self._curated_tokens = [c if s else 0 for c, s in zip(counts, shown, strict=True)]
+        self._curated_len = sum(shown)
         self._total = sum(self._curated_tokens)
         self.journal.reset()
 
     async def append(self, entries: Sequence[IContent]) -> None:
-        counts = await self._count_all(entries)
+        counts, blobs = await self._count_all(entries)
         async with self._lock:
             keys = self._new_keys(len(entries))
             shown = [not is_empty_ai(e) for e in entries]
             contributions = [c if s else 0 for c, s in zip(counts, shown, strict=True)]
-            self._raw.extend(entries)
+            self._raw.extend(blobs)
             self._tokens.extend(counts)
             self._keys.extend(keys)
             self._shown.extend(shown)
+            self._stamps.extend(e.timestamp for e in entries)
             self._curated_tokens.extend(contributions)
             self._curated_len += sum(shown)
             self._total += sum(contributions)
-            self._transcript.extend(entries)
-            self.journal.record(Change(added=tuple(zip(keys, entries, strict=True))))
+            self._transcript.extend(blobs)
+            self.journal.record(Change(added=tuple(zip(keys, blobs, strict=True))))
 
     async def apply_density_result(self, result: DensityResult) -> None:
         """REQ-HD-003: check, then replacements first, then removals highest first.
@@ -154,55 +201,99 @@ class History:
         """
         async with self._lock:
             check_density_result(result, len(self._raw))
-            replaced = {i: self._count(e) for i, e in result.replacements.items()}
+            replaced = {
+                i: (entry_json(e), self._count(e), not is_empty_ai(e), e.timestamp)
+                for i, e in result.replacements.items()
+            }
             raw, counts, keys = list(self._raw), list(self._tokens), list(self._keys)
-            shown, curated = list(self._shown), list(self._curated_tokens)
-            for index, entry in result.replacements.items():
-                raw[index] = entry
-                counts[index] = replaced[index]
-                shown[index] = not is_empty_ai(entry)
-                curated[index] = replaced[index] if shown[index] else 0
+            shown, stamps = list(self._shown), list(self._stamps)
+            curated = list(self._curated_tokens)
+            for index, (blob, count, visible, stamp) in replaced.items():
+                raw[index], counts[index], shown[index], stamps[index] = blob, count, visible, stamp
+                curated[index] = count if visible else 0
             removals = sorted(set(result.removals), reverse=True)
             for index in removals:
-                for values in (raw, counts, keys, shown, curated):
+                for values in (raw, counts, keys, shown, stamps, curated):
                     del values[index]
-            touched = sorted({*result.replacements, *removals})
+            touched = sorted({*replaced, *removals})
             change = Change(
                 removed=tuple((self._keys[i], self._raw[i]) for i in touched),
-                added=tuple((self._keys[i], result.replacements[i]) for i in sorted(replaced)),
+                added=tuple((self._keys[i], replaced[i][0]) for i in sorted(replaced)),
             )
             self._raw, self._tokens, self._keys = raw, counts, keys
-            self._shown, self._curated_tokens = shown, curated
+            self._shown, self._stamps, self._curated_tokens = shown, stamps, curated
             self._curated_len = sum(shown)
             self._total = sum(curated)
             self.journal.record(change)
 
-    async def replace_all(self, entries: Iterable[IContent]) -> None:
-        """Install a compressed history, reusing the counts of entries kept as they were."""
+    async def replace_all(
+        self, entries: Sequence[IContent], parsed: Sequence[IContent] | None = None
+    ) -> None:
+        """Install a compressed history.
+
+        ``parsed`` is ``list(self.raw)`` as the compression read it: an entry of it that
+        comes back as it was (the very object) keeps its stored JSON and its count.
+        """
         new = list(entries)
         async with self._lock:
-            known = {id(e): c for e, c in zip(self._raw, self._tokens, strict=True)}
-            counts = [known[id(e)] if id(e) in known else self._count(e) for e in new]
-            self._set_lists(new, counts)
+            known: dict[int, int] = {}
+            if parsed is not None and len(parsed) == len(self._raw):
+                known = {id(e): i for i, e in enumerate(parsed)}
+            blobs: list[Blob] = []
+            counts: list[int] = []
+            for entry in new:
+                i = known.get(id(entry))
+                blobs.append(self._raw[i] if i is not None else entry_json(entry))
+                counts.append(self._tokens[i] if i is not None else self._count(entry))
+            shown = [not is_empty_ai(e) for e in new]
+            self._install(blobs, counts, shown, [e.timestamp for e in new])
 
     async def recalculate_total_tokens(self) -> None:
         """REQ-HD-003.6: recount every entry (after a tokenizer change, or to verify the cache)."""
         async with self._lock:
-            self._set_lists(self._raw, [self._count(e) for e in self._raw])
+            entries = list(self.raw)
+            counts = [self._count(e) for e in entries]
+            self._install(list(self._raw), counts, list(self._shown), list(self._stamps))
 
     async def clear(self) -> None:
         """Empty the working view. The transcript keeps everything: nothing is ever lost."""
         async with self._lock:
-            self._set_lists([], [])
+            self._install([], [], [], [])
 
     def restore(
         self,
-        raw: list[IContent],
-        counts: list[int],
-        transcript: list[IContent],
-        keys: list[int] | None = None,
+        raw: Sequence[Blob],
+        counts: Sequence[int],
+        transcript: Sequence[Blob],
+        keys: Sequence[int] | None = None,
     ) -> None:
         """Load persisted state (counts as stored, so a restart re-tokenizes nothing; keys as
-        stored, so the store can go on addressing the entries it holds by them)."""
-        self._set_lists(list(raw), list(counts), None if keys is None else list(keys))
+        stored, so the store can go on addressing the entries it holds by them).
+
+        Every working entry is parsed once here: that validates what was read back, and
+        gives the flags and timestamps kept beside it. An entry that is not IContent raises
+        pydantic's ValidationError (a ValueError), and nothing changes then.
+        """
+        entries = [entry_from_json(b) for b in raw]
+        shown = [not is_empty_ai(e) for e in entries]
+        stamps = [e.timestamp for e in entries]
+        self._install(list(raw), list(counts), shown, stamps, None if keys is None else list(keys))
         self._transcript = list(transcript)
+
+    def snapshot(self) -> HistorySnapshot:
+        """What ``restore_snapshot`` puts back: copies of the lists, not of the entries."""
+        return HistorySnapshot(
+            tuple(self._raw),
+            tuple(self._tokens),
+            tuple(self._keys),
+            tuple(self._shown),
+            tuple(self._stamps),
+            tuple(self._transcript),
+        )
+
+    def restore_snapshot(self, snap: HistorySnapshot) -> None:
+        """Put the history back as it was at ``snap`` (readers of the journal start again)."""
+        self._install(
+            list(snap.raw), list(snap.tokens), list(snap.shown), list(snap.stamps), list(snap.keys)
+        )
+        self._transcript = list(snap.transcript)

@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .content import IContent
+from .stored import Blob
 
-KeyedEntry = tuple[int, IContent]
+KeyedEntry = tuple[int, Blob]
+"""An entry's key and its stored JSON (``stored.py``): a reader parses what it needs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +97,9 @@ class KeyedHistory(Protocol):
 
     @property
     def keys(self) -> Sequence[int]: ...
+
+    @property
+    def timestamps(self) -> Sequence[int | None]: ...
 
     @property
     def journal(self) -> Journaled: ...

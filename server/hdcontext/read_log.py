@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .content import IContent
+from .content import IContent, entry_from_json
 from .journal import KeyedHistory
 from .watcher import entry_reads
 
@@ -42,8 +42,8 @@ class ReadLog:
             for change in changes:
                 for key, _ in change.removed:
                     self._remove(key)
-                for key, entry in change.added:
-                    self._add(key, entry)
+                for key, blob in change.added:
+                    self._add(key, entry_from_json(blob))
         self._journal = journal
         self._revision = journal.revision
         return dict(self._earliest)

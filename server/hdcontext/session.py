@@ -33,6 +33,7 @@ from .content import IContent, Metadata, dump_entries
 from .history import History
 from .read_log import ReadLog
 from .settings import Resolved, resolve, validate
+from .stored import Blob
 from .todos import latest_todo_write
 
 
@@ -116,7 +117,8 @@ class Step:
 
 @dataclass(frozen=True)
 class CompactResult:
-    history: list[IContent]
+    history: Sequence[IContent]
+    """The curated view (``stored.Entries``: parsed as read, joined as stored for a reply)."""
     status: Status
     density: DensityReport | None
     compression: CompressionReport | None
@@ -137,7 +139,8 @@ class CompactResult:
         }
 
 
-TranscriptExporter = Callable[[Sequence[IContent]], Awaitable[str | None]]
+TranscriptExporter = Callable[[Sequence[Blob]], Awaitable[str | None]]
+"""Writes the whole transcript (each entry's stored JSON) where the agent can read it; its path."""
 
 
 class Session:
@@ -291,7 +294,7 @@ class Session:
         if reproduces(optimizing):
             result = self._density.optimize(self.history, config)
         else:
-            result = optimizing.optimize(self.history.raw, config)
+            result = optimizing.optimize(list(self.history.raw), config)
         if not result.is_empty:  # REQ-HD-002.4 / 002.5
             await self.history.apply_density_result(result)
             self.version += 1
@@ -310,9 +313,10 @@ class Session:
         llm = strategy.requires_llm
         transcript_path: str | None = None
         if llm and self._export_transcript is not None:
-            transcript_path = await self._export_transcript(self.history.transcript)
+            transcript_path = await self._export_transcript(self.history.transcript_json)
+        current = list(self.history.raw)  # parsed once, for the strategy to read
         context = CompressionContext(
-            history=self.history.raw,
+            history=current,
             tokens=self.history.tokens,
             context_limit=r.context_limit,
             threshold=r.threshold,
@@ -324,8 +328,8 @@ class Session:
             summarizer=self.summarizer,
         )
         result = await strategy.compress(context)
-        if list(result.new_history) != list(self.history.raw):
-            await self.history.replace_all(result.new_history)
+        if list(result.new_history) != current:
+            await self.history.replace_all(result.new_history, parsed=current)
             self.version += 1
         after = self.history.total_tokens
         self.saved_tokens += before - after
@@ -378,15 +382,14 @@ class Session:
         )
 
     def _snapshot(self) -> tuple[Any, ...]:
-        h = self.history
-        return (list(h.raw), list(h.tokens), self.version, self.saved_tokens, self.dirty)
+        return (self.history.snapshot(), self.version, self.saved_tokens, self.dirty)
 
     async def _restore(self, snap: tuple[Any, ...]) -> None:
-        raw, counts, self.version, self.saved_tokens, self.dirty = snap
-        self.history.restore(raw, counts, list(self.history.transcript))
+        history, self.version, self.saved_tokens, self.dirty = snap
+        self.history.restore_snapshot(history)
 
     # -- persistence (used only by the daemon's store) -----------------------------------
-    # The store saves the history through ``history.raw``/``tokens``/``transcript`` and
+    # The store saves the history through ``raw_json``/``tokens``/``transcript_json`` and
     # ``History.restore``; these two methods carry the rest of a session's state, so a
     # daemon restarted after SIGKILL resumes exactly where the last acknowledged request
     # left the session. They neither validate nor bump ``version``: they copy state.

@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from typing import TypeVar, cast
 
 from . import memory
-from .content import IContent
-from .history import History
+from .history import History, HistorySnapshot
 from .journal import Change
 from .session import Session, SessionState, Status
 from .settings import resolve
 from .store import Loaded, SaveOp, Store, WorkingChange, WorkingRow
+from .stored import Blob
 
 T = TypeVar("T")
 
@@ -49,10 +49,7 @@ class _Saved:
 
 @dataclass(frozen=True)
 class _Snapshot:
-    raw: list[IContent]
-    counts: list[int]
-    keys: list[int]
-    transcript: list[IContent]
+    history: HistorySnapshot
     state: SessionState
 
 
@@ -138,7 +135,7 @@ class Registry:
         history = session.history
         self._register(session, _Saved(len(history.transcript), history.journal.revision))
         if len(stored.transcript) >= memory.LARGE_APPEND:
-            memory.release()  # parsing a large session leaves free pages behind
+            memory.release()  # validating a large session leaves free pages behind
         return session
 
     def _restore_loaded(self, stored: Loaded) -> Session:
@@ -232,7 +229,7 @@ class Registry:
         sid = session.session_id
         saved = self._saved[sid]
         history = session.history
-        transcript = history.transcript
+        transcript = history.transcript_json
         new_transcript = [(s, transcript[s]) for s in range(saved.transcript_len, len(transcript))]
         changes = history.journal.since(saved.revision)
         if changes is None:
@@ -271,22 +268,22 @@ class Registry:
             session.note_write(path, when)
 
 
-def _row(key: int, entry: IContent, tokens: int, seq: int | None) -> WorkingRow:
+def _row(key: int, entry: Blob, tokens: int, seq: int | None) -> WorkingRow:
     return WorkingRow(key, seq, entry if seq is None else None, tokens)
 
 
 def _all_rows(history: History) -> WorkingChange:
     """Every working row anew (the history was replaced, or the journal lost track)."""
-    seq_of = {id(e): seq for seq, e in enumerate(history.transcript)}
+    seq_of = {id(e): seq for seq, e in enumerate(history.transcript_json)}
     rows = [
         _row(key, entry, tokens, seq_of.get(id(entry)))
-        for key, entry, tokens in zip(history.keys, history.raw, history.tokens, strict=True)
+        for key, entry, tokens in zip(history.keys, history.raw_json, history.tokens, strict=True)
     ]
     return WorkingChange(rewrite=True, rows=rows)
 
 
 def _changed_rows(
-    history: History, changes: Sequence[Change], appended: Sequence[tuple[int, IContent]]
+    history: History, changes: Sequence[Change], appended: Sequence[tuple[int, Blob]]
 ) -> WorkingChange:
     """The rows of the entries the changes touched: written if still there, else deleted.
 
@@ -302,18 +299,15 @@ def _changed_rows(
         if index is None:
             deleted.append(key)
         else:
-            entry = history.raw[index]
+            entry = history.raw_json[index]
             rows.append(_row(key, entry, history.tokens[index], seq_of.get(id(entry))))
     return WorkingChange(deleted=deleted, rows=rows)
 
 
 def _snapshot(session: Session) -> _Snapshot:
-    h = session.history
-    return _Snapshot(
-        list(h.raw), list(h.tokens), list(h.keys), list(h.transcript), session.export_state()
-    )
+    return _Snapshot(session.history.snapshot(), session.export_state())
 
 
 def _restore(session: Session, snap: _Snapshot) -> None:
-    session.history.restore(snap.raw, snap.counts, snap.transcript, snap.keys)
+    session.history.restore_snapshot(snap.history)
     session.import_state(snap.state)

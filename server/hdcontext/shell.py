@@ -198,9 +198,9 @@ def exit_status(result: object) -> int | None:
     return 0 if 0 in statuses else None
 
 
-@lru_cache(maxsize=8192)
 def _text_status(text: str) -> int | None:
-    """Cached: the same outputs are looked at again after every turn."""
+    # Not cached: a cache keyed by the output would keep every tool output of every session
+    # alive. The density index reads each response once, when it arrives (stale_index.py).
     found = [int(m) for pattern in _STATUS_PATTERNS for m in pattern.findall(text)]
     nonzero = [s for s in found if s != 0]
     if nonzero:

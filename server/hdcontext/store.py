@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .compression.types import Todo
-from .content import IContent
 from .session import SessionState
+from .stored import Blob
 
 T = TypeVar("T")
 
@@ -135,12 +135,10 @@ def state_from_json(text: str) -> SessionState:
     )
 
 
-def entry_json(entry: IContent) -> str:
-    return json.dumps(entry.to_wire(), ensure_ascii=False, separators=(",", ":"))
-
-
-def entry_from_json(text: str) -> IContent:
-    return IContent.model_validate_json(text)
+def _text(blob: Blob) -> str:
+    """An entry's stored JSON as the TEXT column holds it (``content.entry_json`` writes
+    UTF-8; a lone surrogate it writes escaped, so every blob decodes)."""
+    return blob.decode("utf-8")
 
 
 # -- what goes in and comes out ---------------------------------------------------------------
@@ -153,7 +151,7 @@ class WorkingRow:
     pos: int
     """The entry's key: rows are read back in its order."""
     seq: int | None
-    entry: IContent | None
+    entry: Blob | None
     tokens: int
 
 
@@ -177,7 +175,7 @@ class SaveOp:
     state: SessionState
     entry_count: int
     total_tokens: int
-    new_transcript: Sequence[tuple[int, IContent]] = ()
+    new_transcript: Sequence[tuple[int, Blob]] = ()
     working: WorkingChange = WorkingChange()
     model: str | None = None
 
@@ -186,8 +184,9 @@ class SaveOp:
 class Loaded:
     session_id: str
     state: SessionState
-    transcript: list[IContent]
-    raw: list[IContent]
+    transcript: list[Blob]
+    raw: list[Blob]
+    """Entries as stored, unparsed: ``History.restore`` parses (and so validates) them."""
     counts: list[int]
     keys: list[int]
     model: str | None
@@ -288,14 +287,14 @@ class Store:
         """Commit one request's changes; when this returns, they survive a SIGKILL."""
 
         def run(db: sqlite3.Connection) -> None:
-            transcript_rows = [(op.session_id, seq, entry_json(e)) for seq, e in op.new_transcript]
+            transcript_rows = [(op.session_id, seq, _text(e)) for seq, e in op.new_transcript]
             working = op.working
             working_rows = [
                 (
                     op.session_id,
                     row.pos,
                     row.seq,
-                    entry_json(row.entry) if row.entry is not None else None,
+                    _text(row.entry) if row.entry is not None else None,
                     row.tokens,
                 )
                 for row in working.rows
@@ -344,12 +343,12 @@ class Store:
             if row is None:
                 return None
             transcript = [
-                entry_from_json(text)
+                str(text).encode("utf-8")
                 for (text,) in db.execute(
                     "SELECT entry FROM transcript WHERE session_id=? ORDER BY seq", (session_id,)
                 )
             ]
-            raw: list[IContent] = []
+            raw: list[Blob] = []
             counts: list[int] = []
             keys: list[int] = []
             for pos, seq, text, tokens in db.execute(
@@ -357,7 +356,7 @@ class Store:
                 (session_id,),
             ):
                 # A reference keeps the very object of the transcript, as after an append.
-                raw.append(transcript[seq] if seq is not None else entry_from_json(text))
+                raw.append(transcript[seq] if seq is not None else str(text).encode("utf-8"))
                 counts.append(int(tokens))
                 keys.append(int(pos))
             return Loaded(
@@ -414,7 +413,7 @@ class Store:
         digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:16]
         return self.transcripts / f"{readable}-{digest}.jsonl"
 
-    async def export_transcript(self, session_id: str, entries: Sequence[IContent]) -> str:
+    async def export_transcript(self, session_id: str, entries: Sequence[Blob]) -> str:
         """Write the whole transcript as JSONL (one IContent a line) and return its path.
 
         The LLM strategies put this path into the summary (the transcript pointer), so the
@@ -429,7 +428,7 @@ class Store:
             tmp = path.with_suffix(f".tmp{os.getpid()}")
             with tmp.open("w", encoding="utf-8") as fh:
                 for entry in snapshot:
-                    fh.write(entry_json(entry))
+                    fh.write(_text(entry))
                     fh.write("\n")
                 fh.flush()
                 os.fsync(fh.fileno())

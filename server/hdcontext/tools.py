@@ -70,6 +70,15 @@ def extract_paths(parameters: object) -> tuple[list[str], bool] | None:
     return ([], True) if is_glob(single) else ([single], False)
 
 
+def path_parameters(parameters: object) -> object:
+    """Only what ``extract_path`` and ``extract_paths`` read of a call's parameters: they
+    give the same answers for it, and an index can keep it without the rest (a written
+    file's whole content, say)."""
+    if not isinstance(parameters, Mapping):
+        return None
+    return {k: parameters[k] for k in (*PATH_KEYS, *MULTI_PATH_KEYS) if k in parameters}
+
+
 def is_glob(path: str) -> bool:
     return any(ch in GLOB_CHARS for ch in path)
 

@@ -218,12 +218,12 @@ async def _play(steps: Sequence[tuple[str, Any]], config: DensityConfig) -> int:
             if value == "replace_all":
                 await history.replace_all(list(history.raw))
             elif value == "restore":
-                history.restore(list(history.raw), list(history.tokens), [])
+                history.restore(list(history.raw_json), list(history.tokens), [])
             else:
                 await history.clear()
         else:
             full = DensityConfig(**{**config.__dict__, "external_writes": tuple(disk)})
-            expected = strategy.optimize(history.raw, full)
+            expected = strategy.optimize(list(history.raw), full)
             got = index.optimize(history, full)
             assert got == expected
             assert wire(got) == wire(expected)

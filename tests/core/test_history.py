@@ -117,9 +117,13 @@ async def test_replace_all_reuses_counts_of_kept_entries() -> None:
     await h.append(items)
     counter.seen.clear()
     (summary,) = entries("summary")
-    await h.replace_all([summary, items[2]])
+    parsed = list(h.raw)  # as a compression strategy reads the history
+    kept_json = h.raw_json[2]
+    await h.replace_all([summary, parsed[2]], parsed=parsed)
     assert counter.seen == [summary]
     assert h.total_tokens == count_entry(summary) + count_entry(items[2])
+    assert h.raw_json[1] is kept_json  # the kept entry is not written again either
+    assert list(h.raw) == [summary, items[2]]
 
 
 async def test_req_hd_003_6_recalculate_recounts_every_entry() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hdcontext.compression.types import DensityResult
-from hdcontext.content import IContent, text_entry
+from hdcontext.content import IContent, entry_json, text_entry
 from hdcontext.history import History
 from hdcontext.journal import Change, Journal
 
@@ -26,8 +26,9 @@ async def test_keys_increase_and_edits_keep_them() -> None:
     assert h.position(key_b) is None and h.position(key_c) == 1
     changes = h.journal.since(start)
     assert changes is not None
-    assert changes[0] == Change(added=((key_d, d),))
-    assert changes[1] == Change(removed=((key_b, b), (key_c, c)), added=((key_c, new_c),))
+    b_, c_, d_, new_c_ = (entry_json(e) for e in (b, c, d, new_c))
+    assert changes[0] == Change(added=((key_d, d_),))
+    assert changes[1] == Change(removed=((key_b, b_), (key_c, c_)), added=((key_c, new_c_),))
 
 
 async def test_wholesale_changes_leave_readers_to_rebuild() -> None:
@@ -38,7 +39,7 @@ async def test_wholesale_changes_leave_readers_to_rebuild() -> None:
     assert h.journal.since(seen) is None
     assert h.journal.since(h.journal.revision) == []
     keys = list(h.keys)
-    h.restore(list(h.raw), list(h.tokens), [], keys=keys)
+    h.restore(list(h.raw_json), list(h.tokens), [], keys=keys)
     assert list(h.keys) == keys
     await h.append(texts("c"))
     assert h.keys[-1] > keys[-1]
@@ -46,10 +47,10 @@ async def test_wholesale_changes_leave_readers_to_rebuild() -> None:
 
 def test_the_journal_forgets_old_and_large_changes() -> None:
     journal = Journal(max_changes=3, max_entries=4)
-    big = Change(added=tuple((k, text_entry("ai", "x")) for k in range(10)))
+    big = Change(added=tuple((k, entry_json(text_entry("ai", "x"))) for k in range(10)))
     journal.record(big)
     assert journal.since(0) == [big]  # the last change is always kept
-    small = Change(added=((10, text_entry("ai", "y")),))
+    small = Change(added=((10, entry_json(text_entry("ai", "y"))),))
     journal.record(small)
     assert journal.since(0) is None and journal.since(1) == [small]
     for _ in range(3):

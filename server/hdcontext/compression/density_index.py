@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..content import Block, IContent, TextBlock, ToolResponseBlock
+from ..content import Block, IContent, TextBlock, ToolResponseBlock, entry_from_json
 from ..journal import KeyedHistory
 from .file_dedup import replace_inclusions
 from .high_density import HighDensityStrategy
@@ -68,10 +68,10 @@ class DensityIndex:
                 self._add(key, entry)
         else:
             for change in changes:
-                for key, entry in change.removed:
-                    self._remove(key, entry)
-                for key, entry in change.added:
-                    self._add(key, entry)
+                for key, blob in change.removed:
+                    self._remove(key, entry_from_json(blob))
+                for key, blob in change.added:
+                    self._add(key, entry_from_json(blob))
         self._journal = journal
         self._revision = journal.revision
         if self._stale is not None:
@@ -108,7 +108,7 @@ class DensityIndex:
 
         def stamp_of(key: int) -> int | None:
             index = history.position(key)
-            return None if index is None else history.raw[index].timestamp
+            return None if index is None else history.timestamps[index]
 
         drops = self._stale.drops(stamp_of) if self._stale is not None else {}
         notes = self._inclusions.stale() if self._inclusions is not None else {}

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..content import IContent, ToolCallBlock, ToolResponseBlock
 from ..shell import ShellCall, ShellEffect, command_of, cwd_of, effects_in_order, exit_status
@@ -35,6 +36,16 @@ from .types import DensityConfig
 
 Position = tuple[int, int]
 """(entry index, block index): the order tool calls were made in."""
+
+
+class ToolUse(Protocol):
+    """What the read and write rules read of a tool call (a ToolCallBlock is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def parameters(self) -> object: ...
 
 
 @dataclass(frozen=True)
@@ -127,7 +138,7 @@ def _analyse(
 
 
 def read_of(
-    call: ToolCallBlock, effect: ShellRun | None, config: DensityConfig
+    call: ToolUse, effect: ShellRun | None, config: DensityConfig
 ) -> tuple[tuple[str, ...], bool] | None:
     """(resolved files read, whether reading was all the call did), or ``None``."""
     if call.name in config.read_tools:
@@ -169,19 +180,34 @@ def _answers(call: _Call, responses: Sequence[_Response]) -> list[_Response]:
 
 
 def _succeeded(call: _Call, responses: Sequence[_Response]) -> bool:
-    return answered_without_error([r.block for r in _answers(call, responses)])
+    return answered_without_error([outcome_of(r.block) for r in _answers(call, responses)])
 
 
-def answered_without_error(answers: Sequence[ToolResponseBlock]) -> bool:
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """All the rules read of a tool response: whether it is an error, and the exit status
+    its output reports. The incremental index keeps this, not the output."""
+
+    error: bool
+    exit_status: int | None
+
+
+_PLAIN = Outcome(False, None)
+
+
+def outcome_of(response: ToolResponseBlock) -> Outcome:
+    error, status = bool(response.error), exit_status(response.result)
+    return _PLAIN if not error and status is None else Outcome(error, status)
+
+
+def answered_without_error(answers: Sequence[Outcome]) -> bool:
     """Answered, with no error: the one rule for "this write happened"."""
-    return bool(answers) and not any(r.error for r in answers)
+    return bool(answers) and not any(a.error for a in answers)
 
 
-def shell_succeeded(answers: Sequence[ToolResponseBlock]) -> bool:
+def shell_succeeded(answers: Sequence[Outcome]) -> bool:
     """A shell call's rule: answered without an error, and no answer reports a failing exit."""
-    return answered_without_error(answers) and all(
-        exit_status(r.result) in (None, 0) for r in answers
-    )
+    return answered_without_error(answers) and all(a.exit_status in (None, 0) for a in answers)
 
 
 def _shell_effects(
@@ -208,7 +234,9 @@ def _shell_effects(
     runs: list[ShellCall] = []
     for call, command in found:
         answers = _answers(call, responses.get(call.block.id, []))
-        ok = call.block.id not in repeated and shell_succeeded([r.block for r in answers])
+        ok = call.block.id not in repeated and shell_succeeded(
+            [outcome_of(r.block) for r in answers]
+        )
         cwd = cwd_of(call.block.parameters) or entry_cwd(history[call.position[0]])
         runs.append(ShellCall(command, cwd, ok))
     effects = effects_in_order(runs, config.workspace_root)
@@ -261,7 +289,7 @@ def ledger_of(config: DensityConfig) -> dict[str, int]:
     return latest
 
 
-def _read_paths(call: ToolCallBlock, workspace_root: str) -> list[str] | None:
+def _read_paths(call: ToolUse, workspace_root: str) -> list[str] | None:
     """The resolved files a read is about, or ``None`` when it cannot be judged stale."""
     extracted = extract_paths(call.parameters)
     if extracted is None:

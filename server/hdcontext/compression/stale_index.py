@@ -22,11 +22,13 @@ from typing import TypeVar
 
 from ..content import IContent, ToolCallBlock, ToolResponseBlock
 from ..shell import command_of, cwd_of
-from ..tools import extract_path, resolve_path
+from ..tools import extract_path, path_parameters, resolve_path
 from .read_write import (
+    Outcome,
     ShellRun,
     answered_without_error,
     entry_cwd,
+    outcome_of,
     read_of,
     shell_succeeded,
     written_after,
@@ -35,8 +37,20 @@ from .shell_runs import Position, ShellRuns
 from .types import DensityConfig
 
 _first = itemgetter(0)
-B = TypeVar("B", ToolCallBlock, ToolResponseBlock)
 M = TypeVar("M", str, Position)
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """A tool call as the rules read it (``read_write.ToolUse``): its name, and of its
+    parameters only those that name files (``tools.path_parameters``), for the tools that
+    read or write files. The index keeps no written content alive."""
+
+    name: str
+    parameters: object
+
+
+B = TypeVar("B", _Call, Outcome)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +68,10 @@ class _Facts:
 class StaleReadIndex:
     def __init__(self, config: DensityConfig) -> None:
         self._config = config
-        self._calls: dict[str, list[tuple[Position, ToolCallBlock]]] = {}
-        self._responses: dict[str, list[tuple[Position, ToolResponseBlock]]] = {}
+        # Calls as ``_Call``, responses as their outcome: the index keeps no tool's output
+        # or written content alive.
+        self._calls: dict[str, list[tuple[Position, _Call]]] = {}
+        self._responses: dict[str, list[tuple[Position, Outcome]]] = {}
         self._shell = ShellRuns(config.workspace_root)
         self._facts: dict[str, _Facts] = {}
         self._writers: dict[str, set[Position]] = {}  # file -> positions of writes to it
@@ -73,7 +89,8 @@ class StaleReadIndex:
         for j, block in enumerate(entry.blocks):
             if isinstance(block, ToolCallBlock):
                 position = (key, j)
-                insort(self._calls.setdefault(block.id, []), (position, block), key=_first)
+                call = (position, self._call(block))
+                insort(self._calls.setdefault(block.id, []), call, key=_first)
                 self._dirty_ids.add(block.id)
                 if block.name in config.shell_tools:
                     command = command_of(block.parameters)
@@ -81,9 +98,16 @@ class StaleReadIndex:
                         cwd = cwd_of(block.parameters) or entry_cwd(entry)
                         self._shell.add(position, block.id, command, cwd)
             elif isinstance(block, ToolResponseBlock):
-                insort(self._responses.setdefault(block.call_id, []), ((key, j), block), key=_first)
+                answers = self._responses.setdefault(block.call_id, [])
+                insort(answers, ((key, j), outcome_of(block)), key=_first)
                 self._dirty_ids.add(block.call_id)
                 self._shell.touch(block.call_id)
+
+    def _call(self, block: ToolCallBlock) -> _Call:
+        config = self._config
+        on_files = block.name in config.read_tools or block.name in config.write_tools
+        parameters = path_parameters(block.parameters) if on_files else None
+        return _Call(block.name, parameters)
 
     def remove(self, key: int, entry: IContent) -> None:
         config = self._config
@@ -165,9 +189,7 @@ class StaleReadIndex:
             else:
                 self._prunable.discard(call_id)
 
-    def _answers(
-        self, call_id: str, position: Position
-    ) -> list[tuple[Position, ToolResponseBlock]]:
+    def _answers(self, call_id: str, position: Position) -> list[tuple[Position, Outcome]]:
         responses = self._responses.get(call_id, [])
         return responses[bisect_left(responses, position, key=_first) :]
 

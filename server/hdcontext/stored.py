@@ -1,0 +1,73 @@
+"""Entries kept as their wire JSON: how a history holds what it holds.
+
+A session is mostly text: file contents, tool output, prose. As CPython strings inside one
+pydantic object per block, a session takes about three times its JSON size (a string with one
+non-Latin character stores every character in 2 or 4 bytes, and each model carries its
+bookkeeping). Kept as the compact UTF-8 JSON of each entry (``content.entry_json``), it takes
+its JSON size. Nothing on a turn's path needs the old entries as objects: the density passes
+keep what they learnt in their indexes and see only the entries that changed, token counts
+are kept beside the entries, and a reply is the entries' JSON joined. Whole-history work
+(compression, a custom strategy's optimize, the command line's tables) parses the entries it
+reads, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import overload
+
+from .content import IContent, entry_from_json
+
+Blob = bytes
+"""One entry as ``content.entry_json`` writes it."""
+
+
+class Entries(Sequence[IContent]):
+    """A read-only view of stored entries as IContent: an item is parsed when it is read.
+
+    Reading one entry costs its parse (microseconds); iterating costs the whole history's,
+    so code that reads every entry more than once takes ``list(entries)`` first.
+    ``json()`` is the JSON array of the entries, made without parsing any of them.
+    """
+
+    __slots__ = ("_blobs",)
+
+    def __init__(self, blobs: Sequence[Blob]) -> None:
+        self._blobs = blobs
+
+    @property
+    def blobs(self) -> Sequence[Blob]:
+        return self._blobs
+
+    def __len__(self) -> int:
+        return len(self._blobs)
+
+    @overload
+    def __getitem__(self, index: int) -> IContent: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Entries: ...
+
+    def __getitem__(self, index: int | slice) -> IContent | Entries:
+        if isinstance(index, slice):
+            return Entries(self._blobs[index])
+        return entry_from_json(self._blobs[index])
+
+    def __iter__(self) -> Iterator[IContent]:
+        return map(entry_from_json, self._blobs)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to another view or a list of the same entries (as IContent compares)."""
+        if isinstance(other, Entries):
+            return list(self._blobs) == list(other._blobs) or list(self) == list(other)
+        if isinstance(other, (list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Entries({len(self._blobs)} stored)"
+
+    def json(self) -> bytes:
+        return b"[" + b",".join(self._blobs) + b"]"
