@@ -48,7 +48,8 @@ class _Wire(BaseModel):
 # its unknown keys: 280 bytes a model for what is, entry after entry, the same few sets and
 # mostly an empty dict. A frozen model never changes them (pydantic gives a copy copies of
 # both), so models with equal sets share one, and models without unknown keys share one empty
-# dict, whether validated or copied: about a fifth of what a session's entries take in memory.
+# dict, whether validated or copied: about a fifth of what parsed entries take in memory (a
+# history holds its entries as JSON, stored.py, but whole-history work parses them all at once).
 # Bounded, so odd clients cannot grow the table.
 _SHARED_FIELDS: dict[frozenset[str], set[str]] = {}
 _SHARED_FIELDS_MAX = 1024

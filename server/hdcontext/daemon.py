@@ -62,7 +62,7 @@ def history_json(entries: Sequence[IContent]) -> JsonText:
     """A history in a reply, not walked by pygls (json_text.py): stored entries joined as
     they are (``stored.Entries``), others written once by pydantic."""
     if isinstance(entries, Entries):
-        return JsonText(entries.json())
+        return JsonText(entries.json_parts())
     return JsonText(entries_json(entries))
 
 

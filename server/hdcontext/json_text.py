@@ -11,14 +11,15 @@ it is. What the client receives is the same JSON.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
 class JsonText:
-    """A JSON value already encoded as UTF-8."""
+    """A JSON value already encoded as UTF-8: whole, or as pieces to join in order."""
 
-    data: bytes
+    data: bytes | Sequence[bytes]
 
 
 def holds_text(value: object) -> bool:
@@ -37,7 +38,10 @@ def encode(value: object) -> list[bytes]:
 
 def _encode(value: object, parts: list[bytes]) -> None:
     if isinstance(value, JsonText):
-        parts.append(value.data)
+        if isinstance(value.data, bytes):
+            parts.append(value.data)
+        else:
+            parts.extend(value.data)
     elif isinstance(value, dict) and all(isinstance(k, str) for k in value):
         parts.append(b"{")
         for n, (key, item) in enumerate(value.items()):

@@ -69,5 +69,15 @@ class Entries(Sequence[IContent]):
     def __repr__(self) -> str:
         return f"Entries({len(self._blobs)} stored)"
 
+    def json_parts(self) -> list[bytes]:
+        """The JSON array of the entries as pieces to join (``[``, the entries, commas, ``]``):
+        a reply takes them into its body as they are, so the history is copied once."""
+        if not self._blobs:
+            return [b"[]"]
+        parts = [b","] * (2 * len(self._blobs) + 1)
+        parts[0], parts[-1] = b"[", b"]"
+        parts[1:-1:2] = self._blobs
+        return parts
+
     def json(self) -> bytes:
-        return b"[" + b",".join(self._blobs) + b"]"
+        return b"".join(self.json_parts())

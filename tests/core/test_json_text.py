@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from hdcontext.content import dump_entries, entries_json, parse_entries
+from hdcontext.content import dump_entries, entries_json, entry_json, parse_entries
 from hdcontext.json_text import JsonText, encode, holds_text
+from hdcontext.stored import Entries
 
 ENTRIES = parse_entries(
     [
@@ -43,3 +44,12 @@ def test_a_reply_with_text_reads_back_as_the_plain_reply() -> None:
     plain = {**reply, "entries": dump_entries(ENTRIES)}
     data = b"".join(encode(reply))
     assert json.loads(data) == json.loads(json.dumps(plain))
+
+
+def test_text_in_pieces_reads_back_as_the_whole() -> None:
+    """A stored history goes into a reply as its pieces (stored.Entries.json_parts)."""
+    view = Entries([entry_json(e) for e in ENTRIES])
+    whole = b"".join(encode({"entries": JsonText(entries_json(ENTRIES))}))
+    pieces = b"".join(encode({"entries": JsonText(view.json_parts())}))
+    assert json.loads(pieces) == json.loads(whole)
+    assert b"".join(encode({"entries": JsonText(Entries([]).json_parts())})) == b'{"entries":[]}'

@@ -71,6 +71,7 @@ def test_the_view_reads_like_a_list() -> None:
     assert list(view) == entries
     assert view == entries and view == Entries([entry_json(e) for e in entries])
     assert view != entries[:2]
+    assert json.loads(Entries([]).json()) == [] and json.loads(view[:1].json()) == ODD[:1]
     assert dump_entries(view) == dump_entries(entries)
 
 
