@@ -41,7 +41,7 @@ M = TypeVar("M", str, Position)
 
 
 @dataclass(frozen=True, slots=True)
-class _Call:
+class _KeptCall:
     """A tool call as the rules read it (``read_write.ToolUse``): its name, and of its
     parameters only those that name files (``tools.path_parameters``), for the tools that
     read or write files. The index keeps no written content alive."""
@@ -50,7 +50,7 @@ class _Call:
     parameters: object
 
 
-B = TypeVar("B", _Call, Outcome)
+B = TypeVar("B", _KeptCall, Outcome)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +68,9 @@ class _Facts:
 class StaleReadIndex:
     def __init__(self, config: DensityConfig) -> None:
         self._config = config
-        # Calls as ``_Call``, responses as their outcome: the index keeps no tool's output
+        # Calls as ``_KeptCall``, responses as their outcome: the index keeps no tool's output
         # or written content alive.
-        self._calls: dict[str, list[tuple[Position, _Call]]] = {}
+        self._calls: dict[str, list[tuple[Position, _KeptCall]]] = {}
         self._responses: dict[str, list[tuple[Position, Outcome]]] = {}
         self._shell = ShellRuns(config.workspace_root)
         self._facts: dict[str, _Facts] = {}
@@ -103,11 +103,11 @@ class StaleReadIndex:
                 self._dirty_ids.add(block.call_id)
                 self._shell.touch(block.call_id)
 
-    def _call(self, block: ToolCallBlock) -> _Call:
+    def _call(self, block: ToolCallBlock) -> _KeptCall:
         config = self._config
         on_files = block.name in config.read_tools or block.name in config.write_tools
         parameters = path_parameters(block.parameters) if on_files else None
-        return _Call(block.name, parameters)
+        return _KeptCall(block.name, parameters)
 
     def remove(self, key: int, entry: IContent) -> None:
         config = self._config
