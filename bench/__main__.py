@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hdcontext.content import dump_entries
-from hdcontext.tokens import ENCODING_NAME
+from hdcontext.core.content import dump_entries
+from hdcontext.core.tokens import ENCODING_NAME
 
 from . import density, latency, profile, table, transcripts
 

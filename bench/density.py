@@ -13,14 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from hdcontext.compression.high_density import HighDensityStrategy
-from hdcontext.compression.pairs import pairing_problems
-from hdcontext.compression.read_write import find_stale_reads
-from hdcontext.compression.types import DensityConfig, DensityResult
-from hdcontext.content import IContent, ToolCallBlock, is_empty_ai
-from hdcontext.session import Session
-from hdcontext.settings import DEFAULT_READ_TOOLS, DEFAULT_SHELL_TOOLS, DEFAULT_WRITE_TOOLS
-from hdcontext.tokens import count_entry
+from hdcontext.core.compression.high_density import HighDensityStrategy
+from hdcontext.core.compression.pairs import pairing_problems
+from hdcontext.core.compression.read_write import find_stale_reads
+from hdcontext.core.compression.types import DensityConfig, DensityResult
+from hdcontext.core.content import IContent, ToolCallBlock, is_empty_ai
+from hdcontext.core.session import Session
+from hdcontext.core.settings import DEFAULT_READ_TOOLS, DEFAULT_SHELL_TOOLS, DEFAULT_WRITE_TOOLS
+from hdcontext.core.tokens import count_entry
 
 from .transcripts import Transcript
 

@@ -16,7 +16,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from hdcontext.content import dump_entries
+from hdcontext.core.content import dump_entries
 
 from .daemon import SESSION, idle_rss, load_session, running
 from .rpc import rss_bytes

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hdcontext.content import dump_entries
+from hdcontext.core.content import dump_entries
 
 from .daemon import SESSION, load_session, running, serve_command
 from .latency import CONTEXT_LIMIT

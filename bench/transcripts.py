@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hdcontext.content import IContent, Metadata, ToolCallBlock, ToolResponseBlock
-from hdcontext.conversation import Conversation
-from hdcontext.importers import load
+from hdcontext.core.content import IContent, Metadata, ToolCallBlock, ToolResponseBlock
+from hdcontext.formats.conversation import Conversation
+from hdcontext.formats.importers import load
 
 REPO = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = (REPO / ".." / "shared" / "data" / "transcripts").resolve()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import JsonValue
 
-from hdcontext.content import (
+from hdcontext.core.content import (
     Block,
     IContent,
     Metadata,

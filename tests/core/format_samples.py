@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hdcontext.content import (
+from hdcontext.core.content import (
     IContent,
     MediaBlock,
     TextBlock,

@@ -7,12 +7,12 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from hdcontext.compression.types import (
+from hdcontext.core.compression.types import (
     CompressionContext,
     SummarizeRequest,
     Todo,
 )
-from hdcontext.content import (
+from hdcontext.core.content import (
     IContent,
     MediaBlock,
     TextBlock,
@@ -20,7 +20,7 @@ from hdcontext.content import (
     ToolResponseBlock,
     text_entry,
 )
-from hdcontext.tokens import count_entry
+from hdcontext.core.tokens import count_entry
 
 SNAPSHOT = "<state_snapshot><overall_goal>Ship it.</overall_goal></state_snapshot>"
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from hdcontext.content import (
+from hdcontext.core.content import (
     ContentError,
     IContent,
     TextBlock,

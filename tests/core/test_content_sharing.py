@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hdcontext.content import TextBlock, parse_entries
+from hdcontext.core.content import TextBlock, parse_entries
 
 
 def test_shared_bookkeeping_changes_nothing_a_model_says() -> None:

@@ -21,14 +21,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import JsonValue
 
-from hdcontext.compression.density_index import DensityIndex, reproduces
-from hdcontext.compression.high_density import HighDensityStrategy
-from hdcontext.compression.tool_summary import PRUNED_POINTER
-from hdcontext.compression.types import DensityConfig, DensityResult, FileWrite
-from hdcontext.content import Block, IContent, Metadata, TextBlock
-from hdcontext.history import History
-from hdcontext.read_log import ReadLog
-from hdcontext.watcher import read_times
+from hdcontext.core.compression.density_index import DensityIndex, reproduces
+from hdcontext.core.compression.high_density import HighDensityStrategy
+from hdcontext.core.compression.tool_summary import PRUNED_POINTER
+from hdcontext.core.compression.types import DensityConfig, DensityResult, FileWrite
+from hdcontext.core.content import Block, IContent, Metadata, TextBlock
+from hdcontext.core.history import History
+from hdcontext.core.read_log import ReadLog
+from hdcontext.core.tools import read_times
 
 from .builders import call, inclusion, response
 

@@ -17,16 +17,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import JsonValue
 
-from hdcontext.compression.high_density import HighDensityStrategy
-from hdcontext.compression.pairs import pairing_problems
-from hdcontext.compression.types import (
+from hdcontext.core.compression.high_density import HighDensityStrategy
+from hdcontext.core.compression.pairs import pairing_problems
+from hdcontext.core.compression.types import (
     CompressionContext,
     DensityConfig,
     DensityResult,
     FileWrite,
 )
-from hdcontext.content import Block, IContent, ToolCallBlock, ToolResponseBlock
-from hdcontext.tokens import count_entry
+from hdcontext.core.content import Block, IContent, ToolCallBlock, ToolResponseBlock
+from hdcontext.core.tokens import count_entry
 
 from .builders import ai, ai_text, call, human, inclusion, response, tools
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from hdcontext.compression.file_dedup import (
+from hdcontext.core.compression.file_dedup import (
     Inclusion,
     dedupe_file_inclusions,
     find_inclusions,
     omitted_note,
 )
-from hdcontext.content import TextBlock
+from hdcontext.core.content import TextBlock
 
 from .builders import ai_call, ai_text, human, inclusion, tool_result
 

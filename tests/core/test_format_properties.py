@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import JsonValue
 
-from hdcontext.compression.pairs import pairing_problems
-from hdcontext.content import (
+from hdcontext.core.compression.pairs import pairing_problems
+from hdcontext.core.content import (
     Block,
     IContent,
     MediaBlock,
@@ -18,9 +18,9 @@ from hdcontext.content import (
     ToolCallBlock,
     ToolResponseBlock,
 )
-from hdcontext.conversation import Conversation
-from hdcontext.exporters import export
-from hdcontext.importers import load
+from hdcontext.formats.conversation import Conversation
+from hdcontext.formats.exporters import export
+from hdcontext.formats.importers import load
 
 TEXT = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from hdcontext.compression.pairs import pairing_problems
-from hdcontext.content import (
+from hdcontext.core.compression.pairs import pairing_problems
+from hdcontext.core.content import (
     CodeBlock,
     IContent,
     MediaBlock,
@@ -19,9 +19,9 @@ from hdcontext.content import (
     ToolCallBlock,
     ToolResponseBlock,
 )
-from hdcontext.conversation import Conversation, FormatError
-from hdcontext.exporters import export
-from hdcontext.importers import (
+from hdcontext.formats.conversation import Conversation, FormatError
+from hdcontext.formats.exporters import export
+from hdcontext.formats.importers import (
     anthropic_messages,
     gemini_contents,
     icontent,
@@ -29,7 +29,7 @@ from hdcontext.importers import (
     mini_swe_agent,
     openai_chat,
 )
-from hdcontext.importers.detect import detect_format
+from hdcontext.formats.importers.detect import detect_format
 
 from .format_samples import (
     ANTHROPIC,

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import math
 
-from hdcontext.compression.file_dedup import omitted_note
-from hdcontext.compression.high_density import HighDensityStrategy
-from hdcontext.compression.recency import PRUNED_POINTER
-from hdcontext.compression.tool_summary import summarize_response, summary_line
-from hdcontext.compression.types import (
+from hdcontext.core.compression.file_dedup import omitted_note
+from hdcontext.core.compression.high_density import HighDensityStrategy
+from hdcontext.core.compression.recency import PRUNED_POINTER
+from hdcontext.core.compression.tool_summary import summarize_response, summary_line
+from hdcontext.core.compression.types import (
     CompressionContext,
     DensityConfig,
     DensityMetadata,
     DensityResult,
     StrategyTrigger,
 )
-from hdcontext.content import IContent
-from hdcontext.tokens import count_entry
+from hdcontext.core.content import IContent
+from hdcontext.core.tokens import count_entry
 
 from .builders import (
     ai,

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from hdcontext.compression.types import DensityResult
-from hdcontext.content import IContent, parse_entries
-from hdcontext.history import DensityApplyError, History
-from hdcontext.tokens import count_entry
+from hdcontext.core.compression.types import DensityResult
+from hdcontext.core.content import IContent, parse_entries
+from hdcontext.core.history import DensityApplyError, History
+from hdcontext.core.tokens import count_entry
 
 
 def entries(*texts: str, speaker: str = "human") -> list[IContent]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from hdcontext.compression.types import DensityResult
-from hdcontext.content import IContent, entry_json, text_entry
-from hdcontext.history import History
-from hdcontext.journal import Change, Journal
+from hdcontext.core.compression.types import DensityResult
+from hdcontext.core.content import IContent, entry_json, text_entry
+from hdcontext.core.history import History
+from hdcontext.core.journal import Change, Journal
 
 
 def texts(*words: str) -> list[IContent]:

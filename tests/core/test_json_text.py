@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from hdcontext.content import dump_entries, entries_json, entry_json, parse_entries
-from hdcontext.json_text import JsonText, encode, holds_text
-from hdcontext.stored import Entries
+from hdcontext.core.content import dump_entries, entries_json, entry_json, parse_entries
+from hdcontext.core.stored import Entries
+from hdcontext.edges.json_text import JsonText, encode, holds_text
 
 ENTRIES = parse_entries(
     [

@@ -6,18 +6,18 @@ import json
 
 import pytest
 
-from hdcontext.compression import llm_request
-from hdcontext.compression.middle_out import MiddleOutStrategy
-from hdcontext.compression.pairs import pairing_problems
-from hdcontext.compression.prompts import COMPRESSION_PROMPT
-from hdcontext.compression.types import (
+from hdcontext.core.compression import llm_request
+from hdcontext.core.compression.middle_out import MiddleOutStrategy
+from hdcontext.core.compression.pairs import pairing_problems
+from hdcontext.core.compression.prompts import COMPRESSION_PROMPT
+from hdcontext.core.compression.types import (
     CompressionError,
     StrategyTrigger,
     SummarizeRequest,
     SummarizerError,
     can_optimize,
 )
-from hdcontext.content import IContent, ToolCallBlock, ToolResponseBlock
+from hdcontext.core.content import IContent, ToolCallBlock, ToolResponseBlock
 
 from .strategy_builders import (
     SNAPSHOT,

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from hdcontext.compression import llm_request
-from hdcontext.compression.one_shot import ACKNOWLEDGMENT, OneShotStrategy
-from hdcontext.compression.pairs import pairing_problems
-from hdcontext.compression.types import (
+from hdcontext.core.compression import llm_request
+from hdcontext.core.compression.one_shot import ACKNOWLEDGMENT, OneShotStrategy
+from hdcontext.core.compression.pairs import pairing_problems
+from hdcontext.core.compression.types import (
     CompressionError,
     StrategyTrigger,
     SummarizeRequest,
     SummarizerError,
     can_optimize,
 )
-from hdcontext.content import IContent, ToolCallBlock, ToolResponseBlock
+from hdcontext.core.content import IContent, ToolCallBlock, ToolResponseBlock
 
 from .strategy_builders import (
     SNAPSHOT,

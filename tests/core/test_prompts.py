@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from hdcontext.compression.prompts import COMPRESSION_PROMPT, load_compression_prompt
+from hdcontext.core.compression.prompts import COMPRESSION_PROMPT, load_compression_prompt
 
 EXISTING = ("overall_goal", "key_knowledge", "current_progress", "active_tasks", "open_questions")
 NEW = ("task_context", "user_directives", "errors_encountered", "code_references")
 
 
 def _shipped() -> str:
-    return (files("hdcontext.compression") / "compression.md").read_text(encoding="utf-8")
+    return (files("hdcontext.core.compression") / "compression.md").read_text(encoding="utf-8")
 
 
 def test_req_hd_010_5_compression_md_equals_the_code_prompt() -> None:

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from hdcontext.compression.pairs import pairing_problems
-from hdcontext.content import Block, IContent, ThinkingBlock, ToolCallBlock, ToolResponseBlock
-from hdcontext.exporters import export
-from hdcontext.importers import load
+from hdcontext.core.compression.pairs import pairing_problems
+from hdcontext.core.content import Block, IContent, ThinkingBlock, ToolCallBlock, ToolResponseBlock
+from hdcontext.formats.exporters import export
+from hdcontext.formats.importers import load
 
 TRANSCRIPTS = Path(__file__).resolve().parents[3] / "shared" / "data" / "transcripts"
 FILES = sorted([*TRANSCRIPTS.glob("*/*.jsonl"), *TRANSCRIPTS.glob("*/*.traj.json")])

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from hdcontext.compression.pairs import pairing_problems
-from hdcontext.content import IContent, ToolCallBlock, ToolResponseBlock
-from hdcontext.importers.claude_code import from_jsonl
-from hdcontext.session import Session
+from hdcontext.core.compression.pairs import pairing_problems
+from hdcontext.core.content import IContent, ToolCallBlock, ToolResponseBlock
+from hdcontext.core.session import Session
+from hdcontext.formats.importers.claude_code import from_jsonl
 
 TRANSCRIPTS = (
     Path(__file__).resolve().parents[3] / "shared" / "data" / "transcripts" / "claude-code"

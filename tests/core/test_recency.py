@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hdcontext.compression.recency import PRUNED_POINTER, prune_old_results
-from hdcontext.content import IContent
+from hdcontext.core.compression.recency import PRUNED_POINTER, prune_old_results
+from hdcontext.core.content import IContent
 
 from .builders import ai, ai_call, call, human, response, tool_result, tools
 

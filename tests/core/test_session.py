@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from hdcontext.compression.high_density import HighDensityStrategy
-from hdcontext.compression.pairs import pairing_problems
-from hdcontext.compression.types import SummarizeRequest, SummarizerError
-from hdcontext.content import IContent, parse_entries
-from hdcontext.session import Session
-from hdcontext.settings import SettingError
+from hdcontext.core.compression.high_density import HighDensityStrategy
+from hdcontext.core.compression.pairs import pairing_problems
+from hdcontext.core.compression.types import SummarizeRequest, SummarizerError
+from hdcontext.core.content import IContent, parse_entries
+from hdcontext.core.session import Session
+from hdcontext.core.settings import SettingError
 
 ROOT = "/ws"
 
@@ -296,7 +296,7 @@ async def test_llm_compression_gets_prompt_todos_and_transcript_pointer() -> Non
 
 
 async def test_client_todos_win_until_a_newer_todo_write() -> None:
-    from hdcontext.todos import parse_todos
+    from hdcontext.core.todos import parse_todos
 
     s = session()
     await s.append(build(human("go")))

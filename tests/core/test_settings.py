@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from hdcontext.compression.factory import STRATEGY_NAMES
-from hdcontext.compression.types import DensityConfig
-from hdcontext.settings import (
+from hdcontext.core.compression.factory import STRATEGY_NAMES
+from hdcontext.core.compression.types import DensityConfig
+from hdcontext.core.settings import (
     DEFAULT_READ_TOOLS,
     DEFAULT_WRITE_TOOLS,
     KEYS,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hdcontext.shell import (
+from hdcontext.core.shell import (
     ShellCall,
     ShellEffect,
     command_of,
@@ -13,7 +13,7 @@ from hdcontext.shell import (
     exit_status,
     shell_effect,
 )
-from hdcontext.shell_lex import Op, Word, tokenize
+from hdcontext.core.shell_lex import Op, Word, tokenize
 
 W = "/w"
 

@@ -7,13 +7,13 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from hdcontext.compression.edits import PassEdits
-from hdcontext.compression.pairs import pairing_problems
-from hdcontext.compression.read_write import find_stale_reads, prune_stale_reads
-from hdcontext.compression.types import DensityConfig, FileWrite
-from hdcontext.content import IContent, Metadata, ToolCallBlock
-from hdcontext.importers import mini_swe_agent
-from hdcontext.session import Session
+from hdcontext.core.compression.edits import PassEdits
+from hdcontext.core.compression.pairs import pairing_problems
+from hdcontext.core.compression.read_write import find_stale_reads, prune_stale_reads
+from hdcontext.core.compression.types import DensityConfig, FileWrite
+from hdcontext.core.content import IContent, Metadata, ToolCallBlock
+from hdcontext.core.session import Session
+from hdcontext.formats.importers import mini_swe_agent
 
 from .builders import ai_call, tool_result
 

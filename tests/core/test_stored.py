@@ -7,15 +7,15 @@ import json
 import tracemalloc
 from typing import Any
 
-from hdcontext.content import (
+from hdcontext.core.content import (
     dump_entries,
     entries_json,
     entry_from_json,
     entry_json,
     parse_entries,
 )
-from hdcontext.session import Session
-from hdcontext.stored import Entries
+from hdcontext.core.session import Session
+from hdcontext.core.stored import Entries
 
 ODD: list[dict[str, Any]] = [
     {

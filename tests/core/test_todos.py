@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from hdcontext.compression.types import Todo
-from hdcontext.content import ContentError, IContent, ToolCallBlock
-from hdcontext.todos import latest_todo_write, parse_todos
+from hdcontext.core.compression.types import Todo
+from hdcontext.core.content import ContentError, IContent, ToolCallBlock
+from hdcontext.core.todos import latest_todo_write, parse_todos
 
 from .strategy_builders import ai, call, human, response
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hdcontext.content import parse_entries
-from hdcontext.tokens import (
+from hdcontext.core.content import parse_entries
+from hdcontext.core.tokens import (
     BLOCK_OVERHEAD,
     ENCODING_NAME,
     ENTRY_OVERHEAD,

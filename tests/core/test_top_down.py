@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hdcontext.compression.pairs import pairing_problems
-from hdcontext.compression.top_down import TopDownTruncationStrategy
-from hdcontext.compression.types import StrategyTrigger, can_optimize
-from hdcontext.content import IContent
+from hdcontext.core.compression.pairs import pairing_problems
+from hdcontext.core.compression.top_down import TopDownTruncationStrategy
+from hdcontext.core.compression.types import StrategyTrigger, can_optimize
+from hdcontext.core.content import IContent
 
 from .strategy_builders import RecordingSummarizer, ai, call, chat, ctx, human, response, todo
 

@@ -11,10 +11,10 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from hdcontext.content import IContent, parse_entries
-from hdcontext.session import Session
-from hdcontext.sessions import Registry
-from hdcontext.store import SaveOp, Store
+from hdcontext.core.content import IContent, parse_entries
+from hdcontext.core.session import Session
+from hdcontext.edges.sessions import Registry
+from hdcontext.edges.store import SaveOp, Store
 
 from .harness import read_pair, text, write_pair
 

@@ -1,10 +1,10 @@
 """The earliest read of each file in a history, kept across turns.
 
-Before each compaction the daemon settles the files the history read (``watcher.read_times``):
+Before each compaction the daemon settles the files the history read (``tools.read_times``):
 any of them modified after its earliest read was written since. Walking the whole history for
 that after every turn costs the session; this log keeps, per file, the timestamps of the reads
 of it, and catches up through the history's journal (``journal.py``) by the entries that
-changed. Its answer is ``watcher.read_times`` of the same history (the tests hold them equal).
+changed. Its answer is ``tools.read_times`` of the same history (the tests hold them equal).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections import Counter
 
 from .content import IContent, entry_from_json
 from .journal import KeyedHistory
-from .watcher import entry_reads
+from .tools import entry_reads
 
 
 class ReadLog:

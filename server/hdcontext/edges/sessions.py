@@ -22,13 +22,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
+from ..core.history import History, HistorySnapshot
+from ..core.journal import Change
+from ..core.session import Session, SessionState, Status
+from ..core.settings import resolve
+from ..core.stored import Blob
 from . import memory
-from .history import History, HistorySnapshot
-from .journal import Change
-from .session import Session, SessionState, Status
-from .settings import resolve
 from .store import Loaded, SaveOp, Store, WorkingChange, WorkingRow
-from .stored import Blob
 
 T = TypeVar("T")
 

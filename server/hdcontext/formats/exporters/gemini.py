@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..content import (
+from ...core.content import (
     Block,
     CodeBlock,
     IContent,

@@ -14,9 +14,9 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints, ValidationError
 from pygls.exceptions import JsonRpcException
 
-from .compression.types import Todo
-from .content import ContentError, IContent, parse_entries, validation_messages
-from .todos import parse_todos
+from ..core.compression.types import Todo
+from ..core.content import ContentError, IContent, parse_entries, validation_messages
+from ..core.todos import parse_todos
 
 INVALID_PARAMS = -32602
 UNKNOWN_SESSION = -32001

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .content import IContent, Metadata
+from ..core.content import IContent, Metadata
 
 # Formats by the names the command line and the benchmark use.
 IMPORT_FORMATS: tuple[str, ...] = (

@@ -115,3 +115,35 @@ def tool_calls(entry: IContent) -> list[ToolCallBlock]:
 
 def tool_responses(entry: IContent) -> list[ToolResponseBlock]:
     return [b for b in entry.blocks if isinstance(b, ToolResponseBlock)]
+
+
+def read_times(
+    history: Sequence[IContent], read_tools: frozenset[str], workspace_root: str
+) -> dict[str, int]:
+    """Each file the history read (resolved), with the earliest timestamp of a read of it.
+
+    The session keeps this across turns (``read_log.py``); this is the whole-history form,
+    which the daemon's watcher settles against the files' modification times.
+    """
+    earliest: dict[str, int] = {}
+    for entry in history:
+        stamp = entry.timestamp
+        if stamp is None:
+            continue
+        for resolved in entry_reads(entry, read_tools, workspace_root):
+            if stamp < earliest.get(resolved, stamp + 1):
+                earliest[resolved] = stamp
+    return earliest
+
+
+def entry_reads(entry: IContent, read_tools: frozenset[str], workspace_root: str) -> list[str]:
+    """The files (resolved) the read tool calls of one entry name, globs left out."""
+    out: list[str] = []
+    for block in entry.blocks:
+        if not isinstance(block, ToolCallBlock) or block.name not in read_tools:
+            continue
+        extracted = extract_paths(block.parameters)
+        if extracted is None:
+            continue
+        out.extend(resolve_path(path, workspace_root) for path in extracted[0])
+    return out

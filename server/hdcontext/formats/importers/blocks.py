@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, JsonValue
 
-from ..content import IContent, Metadata, Speaker
+from ...core.content import IContent, Metadata, Speaker
 
 B = TypeVar("B", bound=BaseModel)
 

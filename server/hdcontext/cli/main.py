@@ -12,15 +12,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .compression.factory import STRATEGY_NAMES
-from .compression.types import CompressionError, SummarizerError
-from .content import IContent
-from .conversation import EXPORT_FORMATS, IMPORT_FORMATS, Conversation, FormatError
-from .exporters import ThinkingMode, export
-from .importers import load
-from .session import CompactResult, Session
-from .settings import SettingError
-from .tokens import ENCODING_NAME, count_text
+from ..core.compression.factory import STRATEGY_NAMES
+from ..core.compression.types import CompressionError, SummarizerError
+from ..core.content import IContent
+from ..core.session import CompactResult, Session
+from ..core.settings import SettingError
+from ..core.tokens import ENCODING_NAME, count_text
+from ..formats.conversation import EXPORT_FORMATS, IMPORT_FORMATS, Conversation, FormatError
+from ..formats.exporters import ThinkingMode, export
+from ..formats.importers import load
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -220,7 +220,7 @@ def convert_main(args: argparse.Namespace) -> int:
 
 def serve_main(args: argparse.Namespace) -> int:
     """``hdcontext serve``: the daemon, until the client sends ``exit`` or goes away."""
-    from .server import configure_logging, serve_stdio, serve_tcp
+    from ..edges.server import configure_logging, serve_stdio, serve_tcp
 
     configure_logging(getattr(logging, args.log_level))
     if args.tcp:

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..content import Metadata
+from ...core.content import Metadata
 from ..conversation import Conversation, FormatError
 from .blocks import seconds_ms
 from .openai_chat import from_messages

@@ -40,15 +40,15 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
+from ..core.content import validation_messages
+from ..core.session import Session
+from ..core.tools import resolve_path
 from . import memory
-from .content import validation_messages
 from .daemon import SETTINGS_WAIT_S, Daemon
 from .ide_settings import IdeSettings
 from .json_text import encode, holds_text
-from .session import Session
 from .store import StoreError
 from .summarizer import SessionSummarizer
-from .tools import resolve_path
 from .watcher import ignored, now_ms, write_time
 from .wire import (
     INTERNAL_ERROR,

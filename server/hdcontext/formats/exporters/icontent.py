@@ -6,7 +6,7 @@ A system prompt, which IContent has no speaker for, goes first as a ``human`` en
 
 from __future__ import annotations
 
-from ..content import IContent, TextBlock, dump_entries
+from ...core.content import IContent, TextBlock, dump_entries
 from ..conversation import Conversation, Exported, role_metadata
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..content import (
+from ...core.content import (
     Block,
     IContent,
     MediaBlock,

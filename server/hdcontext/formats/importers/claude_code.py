@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..content import Block, IContent, Metadata, TextBlock, ToolResponseBlock
+from ...core.content import Block, IContent, Metadata, TextBlock, ToolResponseBlock
 from ..conversation import Conversation, FormatError
 from .anthropic_messages import assistant_blocks, media_block
 from .blocks import iso_ms

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .compression.types import Todo
-from .session import SessionState
-from .stored import Blob
+from ..core.compression.types import Todo
+from ..core.session import SessionState
+from ..core.stored import Blob
 
 T = TypeVar("T")
 

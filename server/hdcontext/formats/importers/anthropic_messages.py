@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..content import (
+from ...core.content import (
     Block,
     IContent,
     MediaBlock,

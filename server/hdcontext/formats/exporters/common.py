@@ -10,7 +10,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from ..content import CodeBlock, ToolResponseBlock
+from ...core.content import CodeBlock, ToolResponseBlock
 
 
 class Losses:

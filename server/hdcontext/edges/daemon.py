@@ -19,16 +19,16 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from ..core.compression.types import CompressionError, Summarizer, SummarizerError
+from ..core.content import IContent, entries_json
+from ..core.session import Session, Status
+from ..core.settings import SPECS, SettingError, resolve
+from ..core.stored import Entries
 from . import memory
-from .compression.types import CompressionError, Summarizer, SummarizerError
-from .content import IContent, entries_json
 from .ide_settings import IdeSettings
 from .json_text import JsonText
-from .session import Session, Status
 from .sessions import Registry, UnknownSession
-from .settings import SPECS, SettingError, resolve
 from .store import Store
-from .stored import Entries
 from .watcher import DiskWatcher, writes_after_reads
 from .wire import (
     AppendParams,

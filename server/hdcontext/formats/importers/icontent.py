@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..content import ContentError, IContent, TextBlock, parse_entries
+from ...core.content import ContentError, IContent, TextBlock, parse_entries
 from ..conversation import Conversation, FormatError, entry_role
 
 

@@ -23,7 +23,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from ..content import (
+from ...core.content import (
     Block,
     CodeBlock,
     IContent,
