@@ -32,8 +32,11 @@ class Transcript:
 
 
 def find() -> list[Transcript]:
-    """Every transcript file, read with the project's own importers (format detected)."""
-    files = sorted(p for p in TRANSCRIPTS.rglob("*") if p.suffix in (".jsonl", ".json"))
+    """The Claude Code and mini-swe-agent sessions, read with the project's own importers
+    (format detected)."""
+    files = sorted(
+        [*TRANSCRIPTS.glob("claude-code/*.jsonl"), *TRANSCRIPTS.glob("mini-swe-agent/*.traj.json")]
+    )
     out: list[Transcript] = []
     for path in files:
         conversation, fmt = load(path.read_text(encoding="utf-8"))
