@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from hdcontext.core.compression.types import DensityResult
 from hdcontext.core.content import IContent, parse_entries
+from hdcontext.core.density.types import DensityResult
 from hdcontext.core.history import DensityApplyError, History
 from hdcontext.core.tokens import count_entry
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hdcontext.core.compression.types import DensityResult
 from hdcontext.core.content import IContent, entry_json, text_entry
+from hdcontext.core.density.types import DensityResult
 from hdcontext.core.history import History
 from hdcontext.core.journal import Change, Journal
 

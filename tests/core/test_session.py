@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from hdcontext.core.compression.high_density import HighDensityStrategy
 from hdcontext.core.compression.pairs import pairing_problems
 from hdcontext.core.compression.types import SummarizeRequest, SummarizerError
 from hdcontext.core.content import IContent, parse_entries
+from hdcontext.core.density.engine import DensityEngine
 from hdcontext.core.session import Session
 from hdcontext.core.settings import SettingError
 
@@ -223,12 +223,12 @@ async def test_optimize_exception_propagates_and_changes_nothing(
 ) -> None:
     """REQ-HD-013.1: a failing optimize is an error the caller sees, never swallowed."""
 
-    def broken(self: HighDensityStrategy, history: object, config: object) -> None:
+    def broken(self: DensityEngine, history: object, config: object) -> None:
         raise RuntimeError("optimize failed")
 
     s = session()
     await s.append(build(human("go"), read("r1", "a.py", BIG), write("w1", "a.py")))
-    monkeypatch.setattr(HighDensityStrategy, "optimize", broken)
+    monkeypatch.setattr(DensityEngine, "optimize", broken)
     raw = list(s.history.raw)
     with pytest.raises(RuntimeError, match="optimize failed"):
         await s.compact()

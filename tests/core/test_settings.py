@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hdcontext.core.compression.factory import STRATEGY_NAMES
-from hdcontext.core.compression.types import DensityConfig
+from hdcontext.core.density.types import DensityConfig
 from hdcontext.core.settings import (
     DEFAULT_READ_TOOLS,
     DEFAULT_WRITE_TOOLS,

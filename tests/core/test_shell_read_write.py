@@ -7,11 +7,11 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from hdcontext.core.compression.edits import PassEdits
 from hdcontext.core.compression.pairs import pairing_problems
-from hdcontext.core.compression.read_write import find_stale_reads, prune_stale_reads
-from hdcontext.core.compression.types import DensityConfig, FileWrite
 from hdcontext.core.content import IContent, Metadata, ToolCallBlock
+from hdcontext.core.density.edits import PassEdits
+from hdcontext.core.density.optimize import find_stale_reads, prune_stale_reads
+from hdcontext.core.density.types import DensityConfig, FileWrite
 from hdcontext.core.session import Session
 from hdcontext.formats.importers import mini_swe_agent
 

@@ -121,7 +121,7 @@ async def test_a_session_holds_about_its_json_size_not_its_objects() -> None:
         await session.append(entries)
         del entries
         await session.compact()
-        session.read_times(frozenset({"read_file"}), "/w")
+        session.read_times()
         gc.collect()
         held = tracemalloc.get_traced_memory()[0] - before
     finally:

@@ -25,8 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import compress, pairwise
 
-from .compression.types import DensityResult
 from .content import IContent, entry_from_json, entry_json, is_empty_ai
+from .density.types import DensityResult
 from .journal import Change, Journal
 from .stored import Blob, Entries
 from .tokens import count_entry

@@ -15,23 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .compression.density_index import DensityIndex, reproduces
 from .compression.factory import get_strategy
 from .compression.prompts import load_compression_prompt
 from .compression.types import (
     CompressionContext,
     CompressionStrategy,
-    DensityConfig,
-    DensityMetadata,
-    FileWrite,
-    OptimizingStrategy,
     Summarizer,
     Todo,
     can_optimize,
 )
 from .content import IContent, Metadata, dump_entries
+from .density.engine import DensityEngine
+from .density.types import DensityConfig, DensityMetadata, FileWrite
 from .history import History
-from .read_log import ReadLog
 from .settings import Resolved, resolve, validate
 from .stored import Blob
 from .todos import latest_todo_write
@@ -171,10 +167,9 @@ class Session:
         self._writes: dict[str, int] = {}
         self._todos: list[Todo] = []
         self._todos_since = 0  # transcript length when the client last set todos
-        # What optimize and the disk settle learnt about the history, kept between turns so
-        # that a turn costs what it adds (both catch up through the history's journal).
-        self._density = DensityIndex()
-        self._read_log = ReadLog()
+        # What the density rules learnt about the history, kept between turns so that a turn
+        # costs what it adds (it catches up through the history's journal).
+        self._density = DensityEngine()
 
     # -- settings ------------------------------------------------------------------------
 
@@ -240,9 +235,10 @@ class Session:
             # must look again even when no entry was added.
             self.dirty = True
 
-    def read_times(self, read_tools: frozenset[str], workspace_root: str) -> dict[str, int]:
-        """``watcher.read_times`` of the working history, from what changed since last time."""
-        return self._read_log.read_times(self.history, read_tools, workspace_root)
+    def read_times(self) -> dict[str, int]:
+        """Each file the working history read, with the earliest time a read took its content
+        (for the daemon to compare with modification times before a compaction)."""
+        return self._density.read_times(self.history, self.density_config(self.resolved()))
 
     @property
     def writes(self) -> dict[str, int]:
@@ -286,15 +282,12 @@ class Session:
             external_writes=writes,
         )
 
-    async def _optimize(self, strategy: CompressionStrategy, r: Resolved) -> DensityReport:
-        assert can_optimize(strategy)
-        optimizing: OptimizingStrategy = strategy  # type: ignore[assignment]
+    async def _optimize(self, r: Resolved) -> DensityReport:
+        """The continuous strategy's ``optimize`` (high-density's: the density engine, which
+        the session keeps across turns instead of folding it cold every time)."""
         before = self.history.total_tokens
         config = self.density_config(r)
-        if reproduces(optimizing):
-            result = self._density.optimize(self.history, config)
-        else:
-            result = optimizing.optimize(list(self.history.raw), config)
+        result = self._density.optimize(self.history, config)
         if not result.is_empty:  # REQ-HD-002.4 / 002.5
             await self.history.apply_density_result(result)
             self.version += 1
@@ -354,7 +347,7 @@ class Session:
         optimizes = strategy.trigger.mode == "continuous" and can_optimize(strategy)
 
         if optimizes and self.dirty:  # REQ-HD-002.1-002.3
-            density = await self._optimize(strategy, r)
+            density = await self._optimize(r)
             steps.append(Step("optimize", density.tokens_before, density.tokens_after))
         self.dirty = False  # REQ-HD-002.7
 
@@ -364,7 +357,7 @@ class Session:
 
         if self.history.total_tokens + pending > r.context_limit:  # REQ-HD-002.8
             if optimizes:
-                extra = await self._optimize(strategy, r)
+                extra = await self._optimize(r)
                 density = _merge_density(density, extra)
                 steps.append(Step("emergency-optimize", extra.tokens_before, extra.tokens_after))
             again = await self._compress(strategy, r)
@@ -435,11 +428,7 @@ def _merge_density(first: DensityReport | None, second: DensityReport) -> Densit
     return DensityReport(
         removals=first.removals + second.removals,
         replacements=first.replacements + second.replacements,
-        metadata=DensityMetadata(
-            a.read_write_pairs_pruned + b.read_write_pairs_pruned,
-            a.file_deduplications_pruned + b.file_deduplications_pruned,
-            a.recency_pruned + b.recency_pruned,
-        ),
+        metadata=a + b,
         tokens_before=first.tokens_before,
         tokens_after=second.tokens_after,
     )

@@ -235,7 +235,7 @@ class Daemon:
         r = session.resolved()
         if not r.flag("watch.enabled"):
             return
-        reads = session.read_times(r.names("tools.read"), self.workspace_root())
+        reads = session.read_times()
         for path, when in await writes_after_reads(reads):
             session.note_write(path, when)
 
