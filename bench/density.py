@@ -129,7 +129,7 @@ def _compress(t: Transcript, limit: int) -> dict[str, Any]:
     async def run() -> dict[str, Any]:
         session = Session("bench", workspace_root=lambda: t.root)
         session.set_override("contextLimit", limit)
-        await session.append(t.entries)
+        session.append(t.entries)
         result = await session.compact()
         return {
             "tokens_after": result.status.total_tokens,

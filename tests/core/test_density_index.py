@@ -206,18 +206,18 @@ async def _play(steps: Sequence[tuple[str, Any]], config: DensityConfig) -> int:
     checked = 0
     for what, value in steps:
         if what == "entries":
-            await history.append(value)
+            history.append(value)
         elif what == "disk":
             disk.append(value)
         elif what == "config":
             config = value
         elif what == "reset":
             if value == "replace_all":
-                await history.replace_all(list(history.raw))
+                history.replace_all(list(history.raw))
             elif value == "restore":
                 history.restore(list(history.raw_json), list(history.tokens), [])
             else:
-                await history.clear()
+                history.clear()
         else:
             full = DensityConfig(**{**config.__dict__, "external_writes": tuple(disk)})
             expected = optimize(list(history.raw), full)
@@ -227,7 +227,7 @@ async def _play(steps: Sequence[tuple[str, Any]], config: DensityConfig) -> int:
             assert engine.read_times(history, full) == read_times(list(history.raw), full)
             checked += 1
             if value and not got.is_empty:
-                await history.apply_density_result(got)
+                history.apply_density_result(got)
     return checked
 
 

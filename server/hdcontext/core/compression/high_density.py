@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from ..content import Block, IContent, ToolCallBlock, ToolResponseBlock
 from ..density.optimize import optimize
 from ..density.types import DensityConfig, DensityResult
+from ..settings import DEFAULT_THRESHOLDS
 from ..tokens import count_entry
 from .tool_summary import summarize_response
 from .types import CompressionContext, CompressionResult, StrategyTrigger
@@ -31,7 +32,7 @@ class HighDensityStrategy:
 
     @property
     def trigger(self) -> StrategyTrigger:
-        return StrategyTrigger("continuous", 0.85)
+        return StrategyTrigger("continuous", DEFAULT_THRESHOLDS["high-density"])
 
     def optimize(self, history: Sequence[IContent], config: DensityConfig) -> DensityResult:
         """The enabled density rules, folded over the history (``density/optimize.py``)."""

@@ -54,20 +54,6 @@ class DensityMetadata:
     file_deduplications_pruned: int = 0
     recency_pruned: int = 0
 
-    def to_wire(self) -> dict[str, int]:
-        return {
-            "readWritePairsPruned": self.read_write_pairs_pruned,
-            "fileDeduplicationsPruned": self.file_deduplications_pruned,
-            "recencyPruned": self.recency_pruned,
-        }
-
-    def __add__(self, other: DensityMetadata) -> DensityMetadata:
-        return DensityMetadata(
-            self.read_write_pairs_pruned + other.read_write_pairs_pruned,
-            self.file_deduplications_pruned + other.file_deduplications_pruned,
-            self.recency_pruned + other.recency_pruned,
-        )
-
 
 @dataclass(frozen=True)
 class DensityResult:
