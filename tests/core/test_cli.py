@@ -24,7 +24,15 @@ def test_compact_json_prunes_the_examples_stale_read_and_duplicate_readme() -> N
     run = hdcontext("compact", str(EXAMPLE), "--workspace-root", "/home/user/calc", "--json")
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
-    assert set(result) == {"history", "status", "density", "compression", "overLimit"}
+    assert set(result) == {
+        "history",
+        "revision",
+        "cache",
+        "status",
+        "density",
+        "compression",
+        "overLimit",
+    }
     density = result["density"]
     assert density["metadata"] == {
         "readWritePairsPruned": 2,

@@ -104,7 +104,15 @@ async def test_every_request_round_trips(profile: str, storage: Path) -> None:
             "history/append", {"sessionId": "s1", "entries": write_pair("w1", "a.py", "x")}
         )
         result = await d.call("history/compact", {"sessionId": "s1", "pendingTokens": 10})
-        assert set(result) == {"history", "status", "density", "compression", "overLimit"}
+        assert set(result) == {
+            "history",
+            "revision",
+            "cache",
+            "status",
+            "density",
+            "compression",
+            "overLimit",
+        }
         assert result["density"]["metadata"]["readWritePairsPruned"] >= 1
         assert "c1" not in json.dumps(result["history"])
         assert result["compression"] is None and result["overLimit"] is False

@@ -97,6 +97,8 @@ class History:
         self._total = 0
         self._next_key = 0
         self._changed_from: int | None = None  # first raw index changed since mark_stable
+        self._cum: list[int] = [0]  # running sums of curated tokens (tokens_between)
+        self._cum_view: _View | None = None
         self._transcript: list[Blob] = []
         self.journal = Journal()
 
@@ -160,6 +162,36 @@ class History:
     def curated_count(self) -> int:
         return self._curated_len
 
+    def tokens_between(self, start: int, stop: int) -> int:
+        """Curated tokens of the working view's entries ``start`` to ``stop - 1``.
+
+        Running sums, kept while the view is the same object (an append extends them, a
+        rollback truncates them); any other change makes them start again, once.
+        """
+        view = self._view
+        cum = self._cum
+        if self._cum_view is not view:
+            cum = self._cum = [0]
+            self._cum_view = view
+        n = len(view.curated_tokens)
+        if len(cum) > n + 1:
+            del cum[n + 1 :]
+        running = cum[-1]
+        for count in view.curated_tokens[len(cum) - 1 :]:
+            running += count
+            cum.append(running)
+        stop = min(max(stop, 0), n)
+        start = min(max(start, 0), stop)
+        return cum[stop] - cum[start]
+
+    def curated_tokens_at(self, index: int) -> int:
+        """What the entry at ``index`` adds to the curated view (0 for a hidden one)."""
+        return self._view.curated_tokens[index]
+
+    def count(self, entry: IContent) -> int:
+        """The tokens ``entry`` would count for, by this history's counter."""
+        return self._count(entry)
+
     def curated_index(self, raw_index: int) -> int:
         """How many curated entries come before ``raw_index`` of the working view."""
         view = self._view
@@ -169,9 +201,10 @@ class History:
 
     # -- what changed since the last reply -------------------------------------------------
 
-    def mark_stable(self) -> None:
-        """The working view as it is now was handed out: count changes from here."""
-        self._changed_from = None
+    def mark_stable(self, changed_from: int | None = None) -> None:
+        """The working view as it is now was handed out: count changes from here (or, when
+        restoring a saved session, from ``changed_from``)."""
+        self._changed_from = changed_from
 
     @property
     def changed_from(self) -> int | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import traceback
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -104,6 +105,7 @@ class Daemon:
             summarizer=self.client.summarizer(session_id),
             prompt=self._prompt,
             export_transcript=lambda entries: self.store.export_transcript(session_id, entries),
+            epoch=uuid.uuid4().hex[:8],
         )
 
     def workspace_root(self) -> str:
