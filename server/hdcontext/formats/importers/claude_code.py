@@ -213,7 +213,10 @@ def load(text: str, thread: str = AUTO, strict: bool = False) -> Conversation:
 
 def _require_messages(log: Log) -> None:
     if not log.threads:
-        raise FormatError(f"no user or assistant records ({_describe(log.other_records)})")
+        raise FormatError(
+            "a Claude Code log with no conversation in it: no user or assistant records "
+            f"({_describe(log.other_records)})"
+        )
 
 
 def choose_thread(log: Log, thread: str) -> str:
