@@ -42,8 +42,8 @@ exit status:
      (it is printed all the same)
   {BAD_INPUT}  bad usage, or a file that cannot be read or holds no conversation
   {COMPRESSION_FAILED}  compression failed (an LLM strategy needs a summarizer)
-  {NOT_VALID}  the result would not be provider-valid (a tool result without its call,
-     a call id used twice…): nothing is written"""
+  {NOT_VALID}  the history is not provider-valid and cannot be repaired (a tool result
+     without its call, a call id used twice…): nothing is written"""
 
 _LLM_HINT = (
     "hint: middle-out and one-shot summarize with an LLM, which the command line does not "
@@ -268,11 +268,11 @@ def _refuse(path: Path, fmt: str, exc: FormatError) -> None:
 
 def _read_threads(
     path: Path, fmt: str, thread: str, strict: bool
-) -> tuple[list[tuple[str, Conversation]], str] | None:
-    """The conversations ``--thread`` asks for, or ``None`` after saying why not."""
+) -> tuple[list[tuple[str, Conversation]], str] | int:
+    """The conversations ``--thread`` asks for, or the exit code after saying why not."""
     text = _read_text(path)
     if text is None:
-        return None
+        return BAD_INPUT
     try:
         if thread == ALL:
             threads, fmt_read = load_threads(text, fmt, strict=strict)
@@ -281,18 +281,18 @@ def _read_threads(
             threads = [(thread, conversation)]
     except FormatError as exc:
         _refuse(path, fmt, exc)
-        return None
+        return BAD_INPUT
     for name, conversation in threads:
         label = path.name if len(threads) == 1 else f"{path.name} [{name}]"
         for warning in conversation.warnings:
             _say(label, warning)
         if not conversation.entries:
             _say(label, "holds no messages")
-            return None
+            return BAD_INPUT
         found = problems(conversation.entries)
         if found:
             _say(label, f"not provider-valid, and cannot be repaired: {summary(found)}")
-            return None
+            return NOT_VALID
     return threads, fmt_read
 
 
@@ -303,8 +303,8 @@ def _workspace_root(args: argparse.Namespace, conversation: Conversation) -> str
 
 def compact_main(args: argparse.Namespace) -> int:
     read = _read_threads(args.file, args.format, args.thread, args.strict)
-    if read is None:
-        return BAD_INPUT
+    if isinstance(read, int):
+        return read
     threads, fmt = read
     outcome = OK
     results: dict[str, object] = {}
@@ -365,8 +365,8 @@ def convert_main(args: argparse.Namespace) -> int:
         _say("convert writes one conversation: --thread main or a sub-agent's id, not all")
         return BAD_INPUT
     read = _read_threads(args.file, args.source, args.thread, args.strict)
-    if read is None:
-        return BAD_INPUT
+    if isinstance(read, int):
+        return read
     threads, _ = read
     _, conversation = threads[0]
     thinking: ThinkingMode = "reasoning_content" if args.reasoning_content else "drop"
