@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from hdcontext.core.validity import payload_problems
+from hdcontext.cli import main
+from hdcontext.core.content import parse_entries
+from hdcontext.core.validity import payload_problems, problems
 
 from .claude_code_records import (
     SNAPSHOT,
@@ -322,3 +324,36 @@ def test_a_windows_session_keeps_its_windows_root(tmp_path: Path) -> None:
     run = hdcontext("compact", str(log))
     assert run.returncode == 0, run.stderr
     assert "workspace root C:\\Users\\dev\\proj\n" in run.stdout
+
+
+# -- every real file, through the command (in-process, for speed) ----------------------------
+
+REAL = sorted(
+    p
+    for p in TRANSCRIPTS.rglob("*")
+    if p.is_file() and p.name.endswith((".jsonl", ".traj", ".traj.json"))
+)
+
+
+@pytest.mark.parametrize("path", REAL, ids=[str(p.relative_to(TRANSCRIPTS)) for p in REAL])
+def test_every_real_file_compacts_and_converts_valid_or_is_refused_in_one_line(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["compact", str(path), "--thread", "all", "--json"])
+    out, err = capsys.readouterr()
+    if code == 2:  # refused: only files with no conversation at all, said in one line
+        assert out == ""
+        assert err.count("\n") == 1
+        assert "a Claude Code log with no conversation in it: no user or assistant" in err
+        return
+    assert code == 0, err
+    results = json.loads(out)
+    if "history" in results:  # one thread: the CompactResult itself
+        results = {"only": results}
+    for result in results.values():
+        assert result["history"]
+        assert problems(parse_entries(result["history"])) == []
+    for target in ("openai", "anthropic", "gemini"):
+        assert main(["convert", str(path), "--to", target]) == 0
+        out, _ = capsys.readouterr()
+        assert payload_problems(target, json.loads(out)) == []
