@@ -293,10 +293,11 @@ def scrambled(draw: st.DrawFn) -> tuple[list[IContent], list[IContent]]:
         entry = out[i]
         k = draw(st.integers(0, len(entry.blocks) - 1))
         moved = entry.blocks[k]
+        assert isinstance(moved, ToolResponseBlock)
         out[i] = entry.with_blocks(entry.blocks[:k] + entry.blocks[k + 1 :])
         if draw(st.booleans()):  # written later, or never
             j = draw(st.integers(i, len(out)))
-            out.insert(j, tools(moved))  # type: ignore[arg-type]
+            out.insert(j, tools(moved))
     for _ in range(draw(st.integers(0, 3))):
         i = draw(st.integers(0, len(out) - 1))
         out[i] = out[i].with_blocks((*out[i].blocks, TextBlock(text=draw(BLANKS))))
