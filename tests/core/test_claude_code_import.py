@@ -129,6 +129,12 @@ def test_several_sub_agent_threads_without_a_main_one_need_a_choice() -> None:
 def test_the_main_thread_is_read_and_the_sub_agents_are_named() -> None:
     main = session()
     log = jsonl([*main[:3], *agent_thread("a1"), *main[3:]])
+    with pytest.raises(FormatError) as missing:
+        load(jsonl(main), thread="a1")
+    assert str(missing.value) == (
+        "no thread 'a1' in this log (threads: main). Newer Claude Code versions write a "
+        "sub-agent's thread to its own file, <session>/subagents/agent-<id>.jsonl: read that one"
+    )
     conversation, _ = load(log)
     assert len(conversation.entries) == 6
     assert conversation.warnings == (

@@ -234,7 +234,13 @@ def choose_thread(log: Log, thread: str) -> str:
     if thread in log.threads:
         return thread
     known = ", ".join(log.threads)
-    raise FormatError(f"no thread '{thread}' in this log (threads: {known})")
+    where = (
+        ". Newer Claude Code versions write a sub-agent's thread to its own file, "
+        "<session>/subagents/agent-<id>.jsonl: read that one"
+        if thread not in (MAIN, ALL)
+        else ""
+    )
+    raise FormatError(f"no thread '{thread}' in this log (threads: {known}){where}")
 
 
 def thread_conversation(log: Log, name: str) -> Conversation:
