@@ -226,7 +226,7 @@ async def test_a_windows_session_prunes_the_read_its_edit_made_stale() -> None:
     conversation, _ = load(jsonl(records))
     assert conversation.workspace_root is not None
     store = Session("win", workspace_root=lambda: conversation.workspace_root or "")
-    await store.append(conversation.entries)
+    store.append(conversation.entries)
     result = await store.compact()
     calls = [b.id for e in result.history for b in e.blocks if isinstance(b, ToolCallBlock)]
     assert calls == ["e1"]  # the relative read of a.py resolved to C:\Users\dev\proj\a.py
