@@ -1,6 +1,7 @@
 """``python -m bench``: density on every real transcript, then latency, memory and a profile
 of the daemon on the largest one. Prints the tables and writes them as JSON under
-``bench/results/`` (``latest.json`` and a time-stamped copy)."""
+``bench/results/`` (``latest.json`` and a time-stamped copy), which git ignores: a run is a
+measurement of one machine, not a source file."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def _largest(found: list[transcripts.Transcript]) -> transcripts.Transcript:
-    return max(found, key=lambda t: len(json.dumps(dump_entries(t.entries))))
+    """The longest session (most entries, then most JSON): what a turn costs grows with the
+    entries a session holds; a short one made large by a few images would time JSON copies."""
+    return max(found, key=lambda t: (len(t.entries), len(json.dumps(dump_entries(t.entries)))))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--density-only", action="store_true", help="skip the daemon")
     args = parser.parse_args(argv)
 
-    found = transcripts.find()
+    corpus = transcripts.find()
+    found = corpus.transcripts
     if not found:
         print(f"bench: no transcripts under {transcripts.TRANSCRIPTS}", file=sys.stderr)
         return 2
@@ -40,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "encoding": ENCODING_NAME,
         "transcripts": str(transcripts.TRANSCRIPTS),
+        "corpus": corpus.summary(),
     }
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     report["machine"]["load_average_at_start"] = os.getloadavg()
@@ -50,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 
     report["density"] = density.run(found)
     print("1. Density on the real transcripts (tokens)")
+    print(table.corpus(report["corpus"]))
     print(table.density(report["density"]), end="\n\n", flush=True)
 
     if not args.density_only:
@@ -72,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             report["profile"] = {"error": str(exc)}
             print(f"(no profile: {exc})")
 
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     text = json.dumps(report, indent=1, ensure_ascii=False) + "\n"
     stamp = time.strftime("%Y%m%d-%H%M%S")
     (RESULTS / f"bench-{stamp}.json").write_text(text, encoding="utf-8")

@@ -15,6 +15,20 @@ def _mb(n: float) -> str:
     return f"{n / 1_000_000:.1f} MB"
 
 
+_FORMATS = {"claude-code": "cc", "mini-swe-agent": "mswe", "swe-agent": "swe"}
+
+
+def corpus(summary: dict[str, Any]) -> str:
+    """The files read: how many, and those left out and why."""
+    refused = summary["refused"]
+    lines = [
+        f"{summary['files']} files, {summary['conversations']} conversations "
+        f"({len(summary['duplicates_skipped'])} copies skipped, {len(refused)} refused)"
+    ]
+    lines += [f"  refused {path}: {reason}" for path, reason in refused.items()]
+    return "\n".join(lines)
+
+
 def density(rows: list[dict[str, Any]]) -> str:
     passes = list(PASSES)
     short = {
@@ -25,14 +39,14 @@ def density(rows: list[dict[str, Any]]) -> str:
         "default (rw + dedupe)": "default",
         "all three": "all",
     }
-    head = f"{'transcript':<36}{'fmt':<6}{'entries':>8}{'before':>9}"
+    head = f"{'transcript':<40}{'fmt':<6}{'entries':>8}{'before':>9}"
     head += "".join(f"{short[p]:>11}" for p in passes)
     head += "".join(f"{'@' + _k(limit).replace('.0', ''):>9}" for limit in LIMITS)
     head += f"{'stale found/pruned (shell)':>28}{'valid':>7}"
     lines = [head]
     for row in rows:
-        fmt = "cc" if row["format"] == "claude-code" else "mswe"
-        line = f"{row['name'][:35]:<36}{fmt:<6}{row['entries']:>8}{_k(row['tokens_before']):>9}"
+        fmt = _FORMATS.get(row["format"], row["format"])
+        line = f"{row['name'][:39]:<40}{fmt:<6}{row['entries']:>8}{_k(row['tokens_before']):>9}"
         line += "".join(f"{_k(row['optimize'][p]):>11}" for p in passes)
         for limit in LIMITS:
             c = row["compress"][str(limit)]
@@ -45,8 +59,8 @@ def density(rows: list[dict[str, Any]]) -> str:
     lines.append(
         "tokens after optimize() with only the named passes on (rw-noshell: read→write "
         "without shell commands);\n@limit: after history/compact at that contextLimit "
-        "(* compress ran, ! still over the limit);\nvalid: every output keeps the tool "
-        "call/response pairs its input had."
+        "(* compress ran, ! still over the limit);\nvalid: every output is provider-valid "
+        "(core/validity.py) where its input was; [id]: a sub-agent's thread."
     )
     return "\n".join(lines)
 

@@ -30,7 +30,7 @@ from functools import lru_cache
 
 from .shell_lex import HEREDOC_OPS, Ambiguous, Op, Token, Word, tokenize
 from .shell_programs import files_of
-from .tools import resolve_path
+from .tools import is_absolute, resolve_path
 
 # Parameter keys agents use for the command and for its working directory.
 COMMAND_KEYS: tuple[str, ...] = ("command", "cmd")
@@ -343,7 +343,7 @@ def _cd(command: _Command, cwd: str | None, joiner_after: str) -> str | None:
 
 
 def _resolve(path: str, cwd: str | None) -> str | None:
-    if path.startswith("/"):
+    if is_absolute(path):
         return resolve_path(path, "")
     if cwd is None:
         return None
