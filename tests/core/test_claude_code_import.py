@@ -24,6 +24,7 @@ from .claude_code_records import (
     tool_use,
     user,
 )
+from .seeds import seeds
 
 
 def layout(text_: str, **kw: str) -> list[tuple[str, list[str]]]:
@@ -225,7 +226,7 @@ async def test_a_windows_session_prunes_the_read_its_edit_made_stale() -> None:
     )
     conversation, _ = load(jsonl(records))
     assert conversation.workspace_root is not None
-    store = Session("win", workspace_root=lambda: conversation.workspace_root or "")
+    store = seeds(Session("win", workspace_root=lambda: conversation.workspace_root or ""))
     store.append(conversation.entries)
     result = await store.compact()
     calls = [b.id for e in result.history for b in e.blocks if isinstance(b, ToolCallBlock)]
