@@ -147,10 +147,11 @@ class History:
         return self._transcript
 
     def curated(self) -> Entries:
-        """What a model receives: the working view without empty AI entries."""
+        """What a model receives: the working view without empty AI entries (a copy of the
+        list: later appends must not show through a reply already made)."""
         view = self._view
         if self._curated_len == len(view.raw):
-            return Entries(view.raw)
+            return Entries(view.raw[:])
         return Entries(list(compress(view.raw, view.shown)))
 
     @property

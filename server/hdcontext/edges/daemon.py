@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypeVar
 from ..core.compression.types import CompressionError, SummarizerError
 from ..core.content import IContent, entries_json
 from ..core.replies import Status
-from ..core.session import Session, SessionSummarizer
+from ..core.session import CompactResult, Session, SessionSummarizer
 from ..core.settings import FIELDS, SettingError, resolve
 from ..core.stored import Entries
 from . import memory
@@ -220,7 +220,7 @@ class Daemon:
             await self._settle_disk(session)
             try:
                 result = await self.registry.commit(
-                    session, lambda: session.compact(p.pending_tokens), cancellable=True
+                    session, lambda: session.compact(p.pending_tokens, p.at), cancellable=True
                 )
             except SummarizerError as err:
                 raise summarizer_failed(str(err)) from None
@@ -228,7 +228,7 @@ class Daemon:
                 provider = session.resolved().values.summarizer_provider
                 raise summarizer_failed(f"summarizer '{provider}' failed: {err}") from None
             self._notify(session, result.status)
-            reply = {"history": history_json(result.history), **result.wire_fields()}
+            reply = _compact_reply(result, p.reply, p.base)
         if p.session_id in self._large:
             self._large.discard(p.session_id)
             memory.release()  # so does the first look at a large batch of entries
@@ -313,3 +313,15 @@ class Daemon:
     async def list(self, raw: object) -> dict[str, Any]:
         parse_params(ListParams, raw)
         return {"sessions": [s.to_wire() for s in await self.registry.statuses()]}
+
+
+def _compact_reply(result: CompactResult, reply: str, base: str | None) -> dict[str, Any]:
+    """``history/compact``'s answer with the history as the client asked: whole, as what
+    changed since the revision it holds, or not at all."""
+    fields: dict[str, Any] = result.wire_fields()
+    if reply == "full":
+        return {"history": history_json(result.history), **fields}
+    if reply == "delta":
+        held, keep, entries = result.delta(base)
+        return {"delta": {"base": held, "keep": keep, "entries": history_json(entries)}, **fields}
+    return fields

@@ -76,6 +76,10 @@ class AppendParams(SessionParams):
 
 class CompactParams(SessionParams):
     pending_tokens: Annotated[int, Field(ge=0)] = Field(default=0, alias="pendingTokens")
+    at: Annotated[int, Field(ge=0, lt=2**53)] | None = None
+    """The model call's time (ms since the epoch): drives the prompt-cache clock."""
+    reply: Literal["full", "delta", "none"] = "full"
+    base: str | None = None
 
 
 class GetParams(SessionParams):
