@@ -11,6 +11,7 @@ functions the edge hands in).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -26,7 +27,15 @@ from .compression.types import (
     Todo,
     can_optimize,
 )
-from .content import IContent, Metadata, dump_entries, is_empty_ai
+from .content import (
+    IContent,
+    Metadata,
+    ToolCallBlock,
+    ToolResponseBlock,
+    dump_entries,
+    entry_from_json,
+    is_empty_ai,
+)
 from .density.edits import Edit, edited_entries, result_of
 from .density.engine import DensityEngine
 from .density.types import DensityConfig, FileWrite
@@ -42,6 +51,7 @@ from .replies import (
 from .settings import Resolved, Settings, resolve, validate
 from .state import CacheState, ReplyMark, SessionState
 from .stored import Blob, Entries
+from .sync import entry_digest, without_timestamp
 from .todos import latest_todo_write
 
 
@@ -108,6 +118,12 @@ class CompactResult:
 
 
 @dataclass(frozen=True)
+class SyncOutcome:
+    appended: int
+    forked_at: int | None
+
+
+@dataclass(frozen=True)
 class SessionSnapshot:
     """A session at one moment (``Session.snapshot``)."""
 
@@ -154,6 +170,10 @@ class Session:
         self._applied = 0  # edits applied by the compaction under way
         # What each proposed edit saves, counted once per edit (edits wait for many turns).
         self._savings: dict[object, tuple[Edit, int]] = {}
+        # history/sync: the conversation as the client last sent it (transcript entries), and
+        # the digest of each as the client wrote it (a cache: rebuilt after a restart).
+        self._lineage: list[int] | None = None
+        self._client_digests: dict[int, bytes] = {}
 
     # -- settings ------------------------------------------------------------------------
 
@@ -218,6 +238,114 @@ class Session:
         self.history.append(ready)
         self.version += 1
         self.dirty = True  # REQ-HD-002.6: new content, and only new content, sets it
+
+    # -- history/sync ---------------------------------------------------------------------
+
+    def sync_point(self, digests: Sequence[bytes]) -> int:
+        """How many of a resent conversation's entries (by ``sync.entry_digest``) the session
+        holds already, in order: the rest is new, or a fork from there."""
+        lineage = self._current_lineage()
+        held = 0
+        for seq, digest in zip(lineage, digests, strict=False):
+            if not self._sent_as(seq, digest):
+                break
+            held += 1
+        return held
+
+    def sync(self, held: int, digests: Sequence[bytes], new: Prepared) -> SyncOutcome:
+        """Follow a resent conversation whose first ``held`` entries the session has
+        (``sync_point``) and whose other entries are ``new``: fork the working view where the
+        two part, append the new ones. The transcript keeps everything."""
+        lineage = self._current_lineage()
+        forked = held < len(lineage)
+        if forked:
+            cut = self.history.cut_point(lineage[held])
+            if cut is None:
+                self.history.reinstate(lineage[:held])
+            else:
+                self.history.truncate(cut)
+        start = len(self.history.transcript_json)
+        count = len(new.blobs)
+        self.history.append(new)
+        seqs = range(start, start + count)
+        self._lineage = lineage[:held] + list(seqs)
+        self._client_digests.update(zip(seqs, digests[held:], strict=True))
+        if forked or count:
+            self.version += 1
+            self.dirty = True
+        return SyncOutcome(appended=count, forked_at=held if forked else None)
+
+    def _current_lineage(self) -> list[int]:
+        """The conversation as sync knows it; a session filled by ``append`` counts all it
+        was given."""
+        if self._lineage is None:
+            return list(range(len(self.history.transcript_json)))
+        return self._lineage
+
+    def _sent_as(self, seq: int, digest: bytes) -> bool:
+        known = self._client_digests.get(seq)
+        if known is None:
+            wire = self.history.transcript[seq].to_wire()
+            candidates = {entry_digest(wire), entry_digest(without_timestamp(wire))}
+            if digest not in candidates:
+                return False
+            self._client_digests[seq] = digest
+            return True
+        return known == digest
+
+    # -- what the provider billed ---------------------------------------------------------
+
+    def record_usage(
+        self,
+        input_tokens: int,
+        cache_read_tokens: int | None = None,
+        cache_write_tokens: int | None = None,
+        output_tokens: int | None = None,
+    ) -> None:
+        """``history/usage``: add a call's bill to the totals. A call that neither read nor
+        wrote the cache says the provider is not caching this conversation: the schedule
+        then treats the cache as cold (nothing cached can be lost)."""
+        usage = self._cache.usage
+        read = cache_read_tokens or 0
+        write = cache_write_tokens or 0
+        total = usage.model_copy(
+            update={
+                "calls": usage.calls + 1,
+                "input_tokens": usage.input_tokens + input_tokens,
+                "cache_read_tokens": usage.cache_read_tokens + read,
+                "cache_write_tokens": usage.cache_write_tokens + write,
+                "output_tokens": usage.output_tokens + (output_tokens or 0),
+            }
+        )
+        not_caching = input_tokens > 0 and read == 0 and write == 0
+        ledger = replace(self._cache.ledger, cold_reported=not_caching)
+        self._cache = replace(self._cache, usage=total, ledger=ledger)
+        self.version += 1
+
+    # -- what density took away -----------------------------------------------------------
+
+    def retrieve(self, call_id: str) -> tuple[ToolCallBlock | None, ToolResponseBlock]:
+        """A tool call and its latest response as they were appended (KeyError if no
+        response has that id). Only entries that mention the id are parsed."""
+        needle = json.dumps(call_id).encode("utf-8", "surrogatepass")
+        transcript = self.history.transcript_json
+        response: ToolResponseBlock | None = None
+        at = len(transcript)
+        for seq in range(len(transcript) - 1, -1, -1):
+            if needle in transcript[seq]:
+                for block in entry_from_json(transcript[seq]).blocks:
+                    if isinstance(block, ToolResponseBlock) and block.call_id == call_id:
+                        response, at = block, seq
+            if response is not None:
+                break
+        if response is None:
+            raise KeyError(call_id)
+        for seq in range(at, -1, -1):
+            if needle in transcript[seq]:
+                for block in entry_from_json(transcript[seq]).blocks:
+                    if isinstance(block, ToolCallBlock) and block.id == call_id:
+                        return block, response
+        return None, response
 
     def note_write(self, path: str, when: int | None = None) -> None:
         """A file written outside the history (disk, didSave). ``path`` is already resolved."""
@@ -513,6 +641,9 @@ class Session:
         self.history.restore_snapshot(snap.history)
         self.import_state(snap.state)
         self._savings = {}  # keys of entries appended after the snapshot may come back
+        self._client_digests = {
+            k: v for k, v in self._client_digests.items() if k < len(self.history.transcript_json)
+        }
 
     # -- persistence (used only by the daemon's store) -----------------------------------
     # The store saves the history through ``raw_json``/``tokens``/``transcript_json`` and
@@ -531,6 +662,7 @@ class Session:
             writes=dict(self._writes),
             model=self.model,
             epoch=self.epoch,
+            lineage=None if self._lineage is None else tuple(self._lineage),
             cache=replace(
                 self._cache,
                 reply=replace(self._cache.reply, changed_from=self.history.changed_from),
@@ -548,6 +680,7 @@ class Session:
         self.model = state.model
         self.epoch = state.epoch
         self._cache = state.cache
+        self._lineage = None if state.lineage is None else list(state.lineage)
         self.history.mark_stable(state.cache.reply.changed_from)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from .cache.ledger import CostLedger
 from .compression.types import Todo
 from .replies import Usage
+from .sync import ranges, unrange
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,9 @@ class SessionState:
     model: str | None = None
     epoch: str = ""
     cache: CacheState = field(default_factory=CacheState)
+    lineage: tuple[int, ...] | None = None
+    """The transcript entries that make up the conversation as ``history/sync`` last saw it
+    (``None``: never synced)."""
 
     def to_json(self) -> str:
         return json.dumps(
@@ -61,6 +65,7 @@ class SessionState:
                 "model": self.model,
                 "epoch": self.epoch,
                 "cache": _cache_to_json(self.cache),
+                "lineage": None if self.lineage is None else ranges(list(self.lineage)),
             },
             ensure_ascii=False,
         )
@@ -79,6 +84,7 @@ class SessionState:
             model=raw.get("model"),
             epoch=str(raw.get("epoch", "")),
             cache=_cache_from_json(raw.get("cache")),
+            lineage=None if raw.get("lineage") is None else tuple(unrange(raw["lineage"])),
         )
 
 

@@ -89,6 +89,10 @@ class Registry:
     def loaded(self) -> list[Session]:
         return list(self._sessions.values())
 
+    async def find(self, session_id: str) -> Session | None:
+        """The session, loaded from the store if need be; ``None`` if it is in neither."""
+        return await self._load(session_id)
+
     async def get(self, session_id: str) -> Session:
         """The session, loaded from the store if need be; UnknownSession if it is in neither."""
         session = await self._load(session_id)
