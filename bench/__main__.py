@@ -17,7 +17,7 @@ from typing import Any
 from hdcontext.core.content import dump_entries
 from hdcontext.core.tokens import ENCODING_NAME
 
-from . import density, latency, profile, table, transcripts
+from . import density, latency, profile, protocol_v2, replay, table, transcripts
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -58,19 +58,29 @@ def main(argv: list[str] | None = None) -> int:
     print(table.corpus(report["corpus"]))
     print(table.density(report["density"]), end="\n\n", flush=True)
 
+    report["replay"] = replay.run(found)
+    print("2. Cost under prompt caching: every model call replayed (bench/replay.py, peers.py)")
+    print(table.replay(report["replay"]), end="\n\n", flush=True)
+
     if not args.density_only:
         largest = _largest(found)
         turns = 10 if args.quick else latency.TURNS
         one = latency.measure(largest, 1, turns)
         ten = latency.measure(largest, 10, turns)
         report["latency"] = latency.combine(largest, one, ten)
-        print("2. Latency over the stdio transport")
+        print("3. Latency over the stdio transport")
         print(table.latency(report["latency"]), end="\n\n")
-        print("3. Memory of the daemon")
+        print("4. Memory of the daemon")
         print(table.memory(report["latency"]), end="\n\n")
         print("Targets")
         print(table.targets(report["latency"]), end="\n\n", flush=True)
-        print("4. Where a turn's time goes")
+        v2_turns = 10 if args.quick else protocol_v2.TURNS
+        report["protocol_v2"] = protocol_v2.combine(
+            protocol_v2.measure(largest, 1, v2_turns), protocol_v2.measure(largest, 10, v2_turns)
+        )
+        print("5. Protocol v2: delta replies and history/sync")
+        print(table.protocol_v2(report["protocol_v2"]), end="\n\n", flush=True)
+        print("6. Where a turn's time goes")
         try:
             report["profile"] = profile.run(largest, 10, 5 if args.quick else profile.TURNS)
             print(table.profile(report["profile"]))
