@@ -94,11 +94,13 @@ def _name(path: Path) -> str:
     return f"{folder.split('-')[-1][:14]}/{stem[:24].rstrip('-')}"
 
 
-def repeated(entries: Sequence[IContent], times: int) -> list[IContent]:
-    """The session ``times`` over, each copy with fresh call ids (and entry ids)."""
+def repeated(entries: Sequence[IContent], times: int, tag: str = "") -> list[IContent]:
+    """The session ``times`` over, each copy with fresh call ids (and entry ids); ``tag``
+    makes every id of this repetition its own (another session's copy)."""
     out: list[IContent] = []
     for k in range(times):
-        out.extend(_fresh(entry, f"~r{k}") if k else entry for entry in entries)
+        suffix = f"{tag}~r{k}" if k or tag else ""
+        out.extend(_fresh(entry, suffix) if suffix else entry for entry in entries)
     return out
 
 
