@@ -5,7 +5,8 @@ call ids until it holds that many tokens), in one daemon over stdio:
 
 * RSS above idle against the sessions' JSON size, once all are loaded and compacted;
 * the compact round trip (``reply: "delta"``) of one of them after a one-turn append, against
-  the same session alone in a fresh daemon, timed side by side in one run;
+  the same session alone in a second daemon, the two timed turn by turn in alternation (so
+  that whatever else the machine does weighs on both alike);
 * a restart on the same storage: the time to the ``initialize`` reply, and to the replies of
   ``history/open`` for all fifty (sessions load on first use, not on open).
 """
@@ -49,18 +50,21 @@ def _start(storage: Path, base: Path) -> Client:
     return client
 
 
-def _compacts(client: Client, session: str, turns: int) -> list[float]:
-    revision = None
-    out: list[float] = []
+def _compacts(clients: list[Client], session: str, turns: int) -> list[list[float]]:
+    """Each client's compact round trips, one turn of each in turn."""
+    revisions: list[str | None] = [None] * len(clients)
+    out: list[list[float]] = [[] for _ in clients]
     for k in range(turns + 2):
-        client.request("history/append", {"sessionId": session, "entries": turn(k, "/bench")})
-        params: dict[str, Any] = {"sessionId": session, "reply": "delta"}
-        if revision is not None:
-            params["base"] = revision
-        reply = client.request("history/compact", params)
-        revision = reply.result["revision"]
-        if k >= 2:
-            out.append(reply.seconds)
+        for n, client in enumerate(clients):
+            entries = turn(k, "/bench")
+            client.request("history/append", {"sessionId": session, "entries": entries})
+            params: dict[str, Any] = {"sessionId": session, "reply": "delta"}
+            if revisions[n] is not None:
+                params["base"] = revisions[n]
+            reply = client.request("history/compact", params)
+            revisions[n] = reply.result["revision"]
+            if k >= 2:
+                out[n].append(reply.seconds * 1000)
     return out
 
 
@@ -85,16 +89,11 @@ def run(t: Transcript, sessions: int = SESSIONS, tokens: int = TOKENS) -> dict[s
     with tempfile.TemporaryDirectory(prefix="hdcontext-scale-") as scratch:
         base = Path(scratch)
         (base / "workspace").mkdir()
-        alone = _start(base / "alone", base)
-        try:
-            _load(alone, "s0", one)
-            alone_ms = [s * 1000 for s in _compacts(alone, "s0", TURNS)]
-        finally:
-            alone.close()
-
         storage = base / "storage"
+        alone = _start(base / "alone", base)
         client = _start(storage, base)
         try:
+            _load(alone, "s0", one)
             _, idle = idle_rss(client)
             started = time.perf_counter()
             for i in range(sessions):
@@ -103,9 +102,10 @@ def run(t: Transcript, sessions: int = SESSIONS, tokens: int = TOKENS) -> dict[s
                 print(f"  loaded {i + 1}/{sessions}", file=sys.stderr, end="\r", flush=True)
             result["load_seconds"] = round(time.perf_counter() - started, 1)
             loaded = rss_bytes(client.pid)
-            many_ms = [s * 1000 for s in _compacts(client, "s0", TURNS)]
+            alone_ms, many_ms = _compacts([alone, client], "s0", TURNS)
         finally:
             client.close()
+            alone.close()
         result["rss_idle_bytes"] = idle
         result["rss_loaded_bytes"] = loaded
         result["rss_over_json"] = round((loaded - idle) / (json_bytes * sessions), 2)
