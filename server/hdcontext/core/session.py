@@ -143,6 +143,7 @@ class Session:
         export_transcript: TranscriptExporter | None = None,
         clock: Callable[[], int] = now_ms,
         epoch: str = "",
+        retrieve_tool: str | None = None,
     ) -> None:
         self.session_id = session_id
         self.model: str | None = None
@@ -160,6 +161,7 @@ class Session:
         self._prompt = prompt
         self._export_transcript = export_transcript
         self._clock = clock
+        self._retrieve_tool = retrieve_tool
         self._writes: dict[str, int] = {}
         self._todos: list[Todo] = []
         self._todos_since = 0  # transcript length when the client last set todos
@@ -399,6 +401,7 @@ class Session:
             write_tools=frozenset(v.write_tools),
             shell_tools=frozenset(v.shell_tools),
             external_writes=writes,
+            retrieve_tool=self._retrieve_tool,
             keep_latest_view=v.keep_latest_view,
         )
 

@@ -88,8 +88,15 @@ class Client(Protocol):
 
 
 class Daemon:
-    def __init__(self, client: Client, storage_dir: Path, settings: IdeSettings) -> None:
+    def __init__(
+        self,
+        client: Client,
+        storage_dir: Path,
+        settings: IdeSettings,
+        retrieve_tool: str | None = None,
+    ) -> None:
         self.client = client
+        self.retrieve_tool = retrieve_tool
         self.storage_dir = storage_dir
         self.settings = settings
         self.store = Store(storage_dir)
@@ -112,6 +119,7 @@ class Daemon:
             prompt=self._prompt,
             export_transcript=lambda entries: self.store.export_transcript(session_id, entries),
             epoch=uuid.uuid4().hex[:8],
+            retrieve_tool=self.retrieve_tool,
         )
 
     def workspace_root(self) -> str:
