@@ -42,6 +42,7 @@ from .density.types import DensityConfig, FileWrite
 from .history import History, HistorySnapshot, Prepared
 from .replies import (
     CacheReport,
+    CompactSummary,
     CompressionReport,
     DensityCounts,
     DensityReport,
@@ -107,14 +108,14 @@ class CompactResult:
 
     def wire_fields(self) -> dict[str, object]:
         """The reply of ``history/compact`` without its history (the edge adds it)."""
-        return {
-            "revision": self.revision,
-            "cache": self.cache.to_wire(),
-            "status": self.status.to_wire(),
-            "density": self.density.to_wire() if self.density else None,
-            "compression": self.compression.to_wire() if self.compression else None,
-            "overLimit": self.over_limit,
-        }
+        return CompactSummary(
+            revision=self.revision,
+            cache=self.cache,
+            status=self.status,
+            density=self.density,
+            compression=self.compression,
+            over_limit=self.over_limit,
+        ).to_wire()
 
 
 @dataclass(frozen=True)

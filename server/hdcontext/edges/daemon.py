@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 from ..core.compression.types import CompressionError, SummarizerError
 from ..core.content import Block, IContent, entries_json
-from ..core.replies import Status
+from ..core.replies import Status, SyncReply
 from ..core.session import CompactResult, Session, SessionSummarizer, SyncOutcome
 from ..core.settings import FIELDS, SettingError, resolve
 from ..core.stored import Entries
@@ -225,12 +225,12 @@ class Daemon:
 
             outcome = await self.registry.commit(session, change, model=p.model)
             self._notify(session)
-            reply = session.status().to_wire()
+            reply = dict(session.status())
         if len(new) >= memory.LARGE_APPEND:
             memory.release()
             self._large.add(p.session_id)
         await self.update_watcher()
-        return {**reply, "appended": outcome.appended, "forkedAt": outcome.forked_at}
+        return SyncReply(**reply, appended=outcome.appended, forked_at=outcome.forked_at).to_wire()
 
     async def _open(self, session_id: str, model: str | None, limit: int | None) -> Session:
         overrides: dict[str, object] = {} if limit is None else {"contextLimit": limit}
