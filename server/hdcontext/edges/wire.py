@@ -18,9 +18,14 @@ from ..core.compression.types import Todo
 from ..core.content import ContentError, IContent, parse_entries, validation_messages
 from ..core.todos import parse_todos
 
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 UNKNOWN_SESSION = -32001
 SUMMARIZER_FAILED = -32002
+UNKNOWN_CALL = -32003
+STORAGE_UNUSABLE = -32004
+UNAUTHORIZED = -32005
 INTERNAL_ERROR = -32603
 SERVER_NOT_INITIALIZED = -32002  # LSP's own code for a request before ``initialize``
 
@@ -45,6 +50,14 @@ def unknown_session(session_id: str) -> WireError:
 
 def summarizer_failed(message: str) -> WireError:
     return WireError(message=message, code=SUMMARIZER_FAILED)
+
+
+def invalid_request(message: str) -> WireError:
+    return WireError(message=message, code=INVALID_REQUEST)
+
+
+def storage_unusable(message: str) -> WireError:
+    return WireError(message=message, code=STORAGE_UNUSABLE)
 
 
 def internal_error(method: str, exc: BaseException) -> WireError:
