@@ -65,7 +65,10 @@ class Peer:
         async def one() -> dict[str, Any]:
             length: int | None = None
             while True:
-                line = await self.reader.readline()
+                try:
+                    line = await self.reader.readline()
+                except ConnectionResetError:
+                    raise Gone() from None
                 if not line:
                     raise Gone()
                 line = line.strip()
