@@ -348,24 +348,16 @@ def nesting(text: str) -> int:
 
 
 def _too_deep(text: str, scan: _Scan) -> Incoming | Refused:
-    """A body nesting deeper than allowed: its top-level members one by one, so that the id
-    is found even when one member is too deep for the parser to take at all."""
+    """A body nesting deeper than allowed, parsed container by container down to where it is
+    too deep (the rest skipped), so that the id is found and the path named even where the
+    parser could not take the value whole."""
     try:
-        members = _top_members(text, scan)
+        value, end = _partial(text, _skip_ws(text, 0), scan, 0)
     except json.JSONDecodeError as exc:
         return _not_json(_byte_offset(text, exc.pos), exc.msg)
-    if members is None:
-        start = _skip_ws(text, 0)
-        if not text.startswith("[", start):  # pragma: no cover - only brackets nest
-            return _message(None, walk=False)
-        try:
-            end = _skip_value(text, start)
-        except json.JSONDecodeError as exc:
-            return _not_json(_byte_offset(text, exc.pos), exc.msg)
-        if _skip_ws(text, end) != len(text):
-            return _not_json(_byte_offset(text, end), "Extra data")
-        return _message([], walk=False)  # a batch, however deep
-    return _message(members, walk=True)
+    if _skip_ws(text, end) != len(text):
+        return _not_json(_byte_offset(text, end), "Extra data")
+    return _message(value, walk=True)
 
 
 _WS = re.compile(r"[ \t\n\r]*")
@@ -377,41 +369,50 @@ def _skip_ws(text: str, at: int) -> int:
     return found.end() if found else at
 
 
-def _top_members(text: str, scan: _Scan) -> dict[str, Any] | None:
-    """The members of the top-level object (``None`` if it is not one); a member too deep to
-    parse stands as ``_TOO_DEEP``. Raises JSONDecodeError where the text is not JSON."""
-    at = _skip_ws(text, 0)
-    if not text.startswith("{", at):
-        return None
-    members: dict[str, Any] = {}
-    at = _skip_ws(text, at + 1)
-    if text.startswith("}", at):
-        at += 1
-    else:
+def _partial(text: str, at: int, scan: _Scan, depth: int) -> tuple[Any, int]:
+    """The value at ``at`` (``depth`` levels into the message) and where it ends: parsed
+    whole where the parser can, else member by member, with ``_TOO_DEEP`` standing for a
+    container nested deeper than allowed. Raises JSONDecodeError where it is not JSON."""
+    try:
+        return scan.decoder.raw_decode(text, at)
+    except RecursionError:
+        pass
+    if depth > MAX_DEPTH:
+        return _TOO_DEEP, _skip_value(text, at)
+    if text.startswith("[", at):
+        items: list[Any] = []
+        at = _skip_ws(text, at + 1)
+        if text.startswith("]", at):  # pragma: no cover - an empty array never recurses
+            return items, at + 1
         while True:
-            if not text.startswith('"', at):
-                raise json.JSONDecodeError("Expecting property name", text, at)
-            key, at = scan.decoder.raw_decode(text, at)  # a string: nothing to nest
-            at = _skip_ws(text, at)
-            if not text.startswith(":", at):
-                raise json.JSONDecodeError("Expecting ':' delimiter", text, at)
-            at = _skip_ws(text, at + 1)
-            try:
-                value, at = scan.decoder.raw_decode(text, at)
-            except RecursionError:
-                value, at = _TOO_DEEP, _skip_value(text, at)
-            members[key] = value
+            item, at = _partial(text, at, scan, depth + 1)
+            items.append(item)
             at = _skip_ws(text, at)
             if text.startswith(",", at):
                 at = _skip_ws(text, at + 1)
-                continue
-            if text.startswith("}", at):
-                at += 1
-                break
+            elif text.startswith("]", at):
+                return items, at + 1
+            else:
+                raise json.JSONDecodeError("Expecting ',' delimiter", text, at)
+    if not text.startswith("{", at):  # pragma: no cover - only containers recurse
+        raise json.JSONDecodeError("Expecting value", text, at)
+    members: dict[str, Any] = {}
+    at = _skip_ws(text, at + 1)
+    while True:
+        if not text.startswith('"', at):
+            raise json.JSONDecodeError("Expecting property name", text, at)
+        key, at = scan.decoder.raw_decode(text, at)  # a string: nothing to nest
+        at = _skip_ws(text, at)
+        if not text.startswith(":", at):
+            raise json.JSONDecodeError("Expecting ':' delimiter", text, at)
+        members[key], at = _partial(text, _skip_ws(text, at + 1), scan, depth + 1)
+        at = _skip_ws(text, at)
+        if text.startswith(",", at):
+            at = _skip_ws(text, at + 1)
+        elif text.startswith("}", at):
+            return members, at + 1
+        else:
             raise json.JSONDecodeError("Expecting ',' delimiter", text, at)
-    if _skip_ws(text, at) != len(text):
-        raise json.JSONDecodeError("Extra data", text, at)
-    return members
 
 
 def _skip_value(text: str, at: int) -> int:

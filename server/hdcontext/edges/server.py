@@ -64,6 +64,7 @@ from .summarizer import SessionSummarizer
 from .watcher import now_ms, write_time
 from .wire import (
     INTERNAL_ERROR,
+    INVALID_REQUEST,
     SERVER_NOT_INITIALIZED,
     UNKNOWN_SESSION,
     InitOptions,
@@ -93,14 +94,22 @@ class HdProtocol(LanguageServerProtocol):
 
     def handle_message(self, message: Any) -> None:
         if isinstance(message, dict):
+            request = "id" in message and "method" in message
             try:
-                message = super().structure_message(message)
+                structured = super().structure_message(message)
             except JsonRpcException as exc:
                 # pygls would drop the message; a request deserves an answer (-32602).
-                if "id" in message and "method" in message:
+                if request:
                     self._send_response(message["id"], error=exc.to_response_error())
                     return
                 raise
+            if request and not hasattr(structured, "id"):
+                # LSP's type for the method is a notification: pygls would drop the id and
+                # never answer the request.
+                why = f"'{message['method']}' is a notification: send it without an id"
+                self.reply_error(message["id"], INVALID_REQUEST, why)
+                return
+            message = structured
         super().handle_message(message)
 
     def _lifecycle(self) -> Lifecycle:

@@ -12,6 +12,8 @@ server:
 - after ``shutdown``, requests get -32600 and notifications are dropped, until ``exit``;
 - ``exit`` ends this connection; over stdio that ends the daemon (0 after ``shutdown``,
   else 1, as LSP says), over TCP never (tcp.py);
+- a ``history/*`` request sent as a notification (no id) is dropped: it could change a
+  session with nobody to hear whether it did, and PROTOCOL.md defines them as requests;
 - over TCP, the first message must be ``initialize`` carrying the token in
   ``initializationOptions.token``; anything else is answered -32005 and the connection closes,
   and the token goes no further than this check.
@@ -45,7 +47,7 @@ from .framing import (
     HttpRequest,
     TooLarge,
 )
-from .server import HdServer, build_server
+from .server import METHODS, HdServer, build_server
 from .wire import (
     INVALID_REQUEST,
     SERVER_NOT_INITIALIZED,
@@ -156,6 +158,9 @@ class Connection:
             if method == "exit":
                 return 0 if life.shutdown else 1
             if life.shutdown:
+                return None
+            if method in METHODS:
+                log.warning("dropped %s sent as a notification: it is a request", method)
                 return None
         try:
             self.ls.hd_protocol.handle_message(item.message)
