@@ -427,3 +427,17 @@ def _rss_kib(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise AssertionError("no VmRSS")
+
+
+async def test_requests_and_notifications_in_the_wrong_shape(storage: Path) -> None:
+    async with stdio_daemon() as d:
+        before = await _ready(d, storage)
+        # history/append without an id: nobody would hear whether it worked, so it does not.
+        d.peer.notify("history/append", {"sessionId": SESSION, "entries": [ENTRY]})
+        # initialized with an id: pygls took it for a notification and never answered.
+        error = await d.peer.fails("initialized", {})
+        assert error == {
+            "code": -32600,
+            "message": "'initialized' is a notification: send it without an id",
+        }
+        assert await _state(d.peer) == before
