@@ -269,7 +269,7 @@ BAD_IDS = st.sampled_from([None, {}, [], True, 1.5, Raw("9" * 30), Raw('"\\udc00
 @dataclass(frozen=True)
 class Sent:
     data: bytes
-    answered: str | None = None
+    answered: str | int | None = None
     """The id of the answer that must come back."""
 
 
@@ -375,8 +375,9 @@ def plausible(draw: st.DrawFn) -> tuple[dict[str, Any], str]:
     return {"jsonrpc": "2.0", "id": answered, "method": method, "params": params}, answered
 
 
-def _still_answered(body: bytes) -> str | None:
-    """The id a mutated body will be answered with, if it is still a request of ours."""
+def _still_answered(body: bytes) -> str | int | None:
+    """The id a mutated body will be answered with, if it is still a request (the mutation may
+    have changed the id itself: the daemon answers whatever valid id it finds)."""
     try:
         message = json.loads(body.decode("utf-8"))
     except ValueError:
@@ -386,7 +387,11 @@ def _still_answered(body: bytes) -> str | None:
     if "method" not in message and ("result" in message or "error" in message):
         return None  # a response: nobody answers it
     msg_id = message.get("id")
-    if isinstance(msg_id, str) and msg_id.startswith("fuzz-") and len(body) <= LIMIT:
+    if len(body) > LIMIT:
+        return None
+    if isinstance(msg_id, str) and not any(0xD800 <= ord(c) <= 0xDFFF for c in msg_id):
+        return msg_id
+    if type(msg_id) is int and -(2**63) <= msg_id < 2**63:
         return msg_id
     return None
 
