@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean vsix test-extension e2e nvim
+.PHONY: demo test lint typecheck unit bench clean vsix test-extension e2e nvim fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,14 @@ unit: $(STAMP) nvim
 	$(BIN)/pytest
 
 test: lint typecheck unit test-extension e2e
+
+# The daemon's fuzz tests at length: hypothesis over JSON-RPC bodies and framing against the
+# real daemon (tests/daemon/test_fuzz.py; `make unit` runs 2,000 examples), and over the
+# decoder alone. FUZZ_EXAMPLES=n for another count.
+FUZZ_EXAMPLES ?= 50000
+fuzz: $(STAMP)
+	HDCONTEXT_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q -s -p no:cacheprovider \
+	  tests/daemon/test_fuzz.py tests/daemon/test_decode.py
 
 # The VS Code extension (client-extension/): npm packages from the lockfile, then tsc --noEmit
 # and the Node tests (pure modules, the real daemon over vscode-jsonrpc, the vscode glue with a

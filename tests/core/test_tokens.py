@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import itertools
+import json
+import subprocess
+import sys
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
 from hdcontext.core.content import parse_entries
 from hdcontext.core.tokens import (
     BLOCK_OVERHEAD,
+    CHUNK_CHARS,
     ENCODING_NAME,
     ENTRY_OVERHEAD,
     MEDIA_TOKENS,
+    chunk_bounds,
+    count_chunked,
     count_entry,
     count_text,
     encoding,
@@ -87,3 +98,87 @@ def test_tool_response_counts_result_and_error() -> None:
         ]
     )
     assert count_entry(failed) > count_entry(ok) > ENTRY_OVERHEAD + BLOCK_OVERHEAD
+
+
+# -- long texts: counted in chunks ------------------------------------------------------------
+
+_PIECES = st.sampled_from(
+    [
+        "word",
+        "Wörter",
+        "日本語",
+        "x",
+        "42",
+        "123456",
+        "'s",
+        "'ll",
+        "don't",
+        "==",
+        "{}",
+        "();",
+        "\n",
+        "\r\n",
+        "\t",
+        "  ",
+        " ",
+        " ",
+        " ",
+        "\u00a0",
+        "\x1c",
+        "🙂",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, min_size=1, max_size=200), st.integers(min_value=8, max_value=64))
+def test_cutting_before_a_space_after_a_non_space_changes_no_count(
+    pieces: list[str], chunk: int
+) -> None:
+    text = "".join(pieces)
+    bounds = chunk_bounds(text, chunk)
+    assert bounds[0][0] == 0 and bounds[-1][1] == len(text)
+    assert all(end - start <= chunk and end > start for start, end in bounds)
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(bounds))
+    cuts = [end for _, end in bounds[:-1]]
+    # Where every cut found its space (no stretch of `chunk` without one), the sum is exact.
+    assume(all(text[c] == " " and not text[c - 1].isspace() for c in cuts))
+    assert count_chunked(text, chunk) == len(encoding().encode_ordinary(text))
+
+
+def test_long_texts_are_counted_in_chunks_that_keep_the_count() -> None:
+    prose = " ".join(f"word{i % 97}, and (more) text;\n" for i in range(4000))
+    assert len(prose) > 4 * CHUNK_CHARS
+    assert count_text(prose) == len(encoding().encode_ordinary(prose))
+    run = "a" * (3 * CHUNK_CHARS + 5)
+    assert [end - start for start, end in chunk_bounds(run, CHUNK_CHARS)] == [
+        CHUNK_CHARS,
+        CHUNK_CHARS,
+        CHUNK_CHARS,
+        5,
+    ]
+    # A run cut where it stands: within a token a cut of the exact count.
+    exact = len(encoding().encode_ordinary(run))
+    assert exact <= count_text(run) <= exact + 3
+
+
+_PEAK = """
+import json, resource
+from hdcontext.core.tokens import count_text
+count_text("warm up")
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+text = "a" * 10_000_000
+tokens = count_text(text)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"tokens": tokens, "added_kib": after - before}))
+"""
+
+
+def test_ten_megabytes_of_one_letter_are_counted_in_bounded_memory() -> None:
+    # tiktoken's worst case: one pre-tokenizer piece of 10 MB took 470 MiB at once.
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK], capture_output=True, text=True, check=True, timeout=120
+    )
+    found = json.loads(out.stdout)
+    assert found["tokens"] == 1_250_000
+    assert found["added_kib"] < 64 * 1024, found  # the 10 MB text itself, and little more

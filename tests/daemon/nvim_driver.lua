@@ -47,8 +47,9 @@ local ok, err = pcall(function()
   check("initialized", vim.wait(TIMEOUT, function() return init_result ~= nil end, 20))
   local client = vim.lsp.get_client_by_id(client_id)
   local caps = init_result.capabilities
-  check("protocolVersion 1", caps.experimental.hdcontext.protocolVersion == 1)
+  check("protocolVersion 2", caps.experimental.hdcontext.protocolVersion == 2)
   check("serverInfo.name", init_result.serverInfo.name == "hdcontext")
+  check("serverInfo.version", type(init_result.serverInfo.version) == "string")
 
   local function call(method, params)
     local response, why = client.request_sync(method, params, TIMEOUT, 0)

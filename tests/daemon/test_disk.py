@@ -1,4 +1,6 @@
-"""File writes outside the history make earlier reads stale: the disk, didSave, watched files."""
+"""File writes outside the history make earlier reads stale: the disk (the daemon's watcher)
+and the editor's didSave. The client's workspace/didChangeWatchedFiles is neither asked for
+nor counted: it reported what the watcher sees a second time."""
 
 from __future__ import annotations
 
@@ -150,10 +152,10 @@ async def _eventually_pruned(d: Daemon, sid: str, call_id: str, churn: Path | No
     return False
 
 
-async def test_did_save_and_watched_file_events_count_as_writes(
+async def test_did_save_counts_as_a_write_and_watched_file_events_do_not(
     profile: str, storage: Path, workspace: Path
 ) -> None:
-    # Files that are not on disk: only the editor's notifications can make these reads stale.
+    # Files that are not on disk: only the editor's notifications could make these reads stale.
     async with start_daemon(
         storage, profile=profile, folders=[workspace], init_settings=SEEDS
     ) as d:
@@ -184,5 +186,7 @@ async def test_did_save_and_watched_file_events_count_as_writes(
             )
         )
         ids, _ = await _compact_ids(d, "s")
-        assert "saved" not in ids and "deleted" not in ids
-        assert {"other", "keep"} <= ids
+        assert "saved" not in ids
+        assert {"deleted", "other", "keep"} <= ids  # the watcher is the one source on disk
+        registered = [r.method for r in d.registrations]
+        assert types.WORKSPACE_DID_CHANGE_WATCHED_FILES not in registered

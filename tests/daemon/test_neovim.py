@@ -37,5 +37,5 @@ def test_neovim_opens_appends_compacts_and_the_read_is_gone(nvim: str, tmp_path:
     assert report["ok"], (report.get("error"), failed, proc.stderr.decode(errors="replace"))
     assert proc.returncode == 0
     names = {c["name"] for c in report["checks"]}
-    assert {"the stale read is gone", "the write stays", "protocolVersion 1"} <= names
+    assert {"the stale read is gone", "the write stays", "protocolVersion 2"} <= names
     assert report["entries_after"] == 4  # six entries, the read's call and response pruned

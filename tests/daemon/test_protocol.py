@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
-import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from .harness import (
     tool_response,
     write_pair,
 )
+from .raw import tcp_daemon
 
 STATUS_KEYS = {
     "sessionId",
@@ -52,8 +52,9 @@ async def test_initialize_announces_the_protocol(profile: str, storage: Path) ->
     async with start_daemon(storage, profile=profile, command=_command(profile)) as d:
         result = d.initialize_result
         assert result is not None
-        assert result.capabilities.experimental == {"hdcontext": {"protocolVersion": 1}}
+        assert result.capabilities.experimental == {"hdcontext": {"protocolVersion": 2}}
         assert result.server_info is not None and result.server_info.name == "hdcontext"
+        assert result.server_info.version == version("hdcontext")
         assert (storage / "hdcontext.sqlite3").is_file()
 
 
@@ -405,55 +406,30 @@ async def test_content_that_looks_like_json_rpc_comes_back_unchanged(storage: Pa
             await proc.wait()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def test_serve_over_tcp(storage: Path) -> None:
-    port = _free_port()
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "hdcontext",
-        "serve",
-        "--tcp",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        stderr=subprocess.DEVNULL,
-    )
-    client = make_client()
-    try:
-        for _ in range(200):  # until the socket listens (the daemon is starting)
-            try:
-                await client.start_tcp("127.0.0.1", port)
-                break
-            except OSError:
-                await asyncio.sleep(0.05)
-        else:
-            raise AssertionError("the daemon never listened")
-        result = await client.initialize_session(
-            types.InitializeParams(
-                capabilities=types.ClientCapabilities(),
-                initialization_options={"storageDir": str(storage)},
+    async with tcp_daemon(storage) as daemon:
+        client = make_client()
+        await client.start_tcp(daemon.host, daemon.port)
+        try:
+            result = await client.initialize_session(
+                types.InitializeParams(
+                    capabilities=types.ClientCapabilities(),
+                    initialization_options={"storageDir": str(storage), "token": daemon.token},
+                )
             )
-        )
-        assert result.capabilities.experimental == {"hdcontext": {"protocolVersion": 1}}
-        await call(client, "history/open", {"sessionId": "tcp"})
-        status = await call(
-            client, "history/append", {"sessionId": "tcp", "entries": read_pair("r", "a", "x")}
-        )
-        assert status["entryCount"] == 2
-        await client.shutdown_session()
-        await asyncio.wait_for(proc.wait(), 30)
-    finally:
-        await asyncio.wait_for(stop(client), 30)
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+            assert result.capabilities.experimental == {"hdcontext": {"protocolVersion": 2}}
+            await call(client, "history/open", {"sessionId": "tcp"})
+            status = await call(
+                client,
+                "history/append",
+                {"sessionId": "tcp", "entries": read_pair("r", "a", "x")},
+            )
+            assert status["entryCount"] == 2
+            await client.shutdown_session()
+        finally:
+            await asyncio.wait_for(stop(client), 30)
+        # The connection's exit ended the connection, not the daemon.
+        assert daemon.proc.returncode is None
 
 
 async def test_compact_replies_in_full_as_a_delta_or_not_at_all(storage: Path) -> None:

@@ -150,7 +150,23 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to bind with --tcp (default: loopback)"
     )
-    serve.add_argument("--port", type=int, default=2087, help="port for --tcp (default: 2087)")
+    serve.add_argument(
+        "--port", type=int, default=2087, help="port for --tcp (default: 2087; 0 picks a free one)"
+    )
+    serve.add_argument(
+        "--storage-dir",
+        type=Path,
+        default=None,
+        help="the storage folder when initialize names none (default: the platform's user data "
+        "folder); with --tcp the daemon locks it at start and writes its tcp-token there",
+    )
+    serve.add_argument(
+        "--max-message-bytes",
+        type=_positive,
+        default=64 * 1024 * 1024,
+        help="the largest message the daemon reads; a larger one is answered -32600 "
+        "(default: 64 MiB)",
+    )
     serve.add_argument(
         "--log-level",
         default="INFO",
@@ -174,6 +190,16 @@ def _input_options(parser: argparse.ArgumentParser, allow_all: bool) -> None:
         help="JSON Lines logs: fail on a line that is not a JSON record (by default it is "
         "skipped with a warning that names the line)",
     )
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be above 0: {value}")
+    return value
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, object]:
@@ -395,15 +421,27 @@ def convert_main(args: argparse.Namespace) -> int:
 
 
 def serve_main(args: argparse.Namespace) -> int:
-    """``hdcontext serve``: the daemon, until the client sends ``exit`` or goes away."""
-    from ..edges.server import configure_logging, serve_stdio, serve_tcp
+    """``hdcontext serve``: the daemon, until the client sends ``exit`` or goes away (stdio),
+    or until interrupted (TCP, which prints ``hdcontext listening on HOST:PORT`` first)."""
+    import platformdirs
+
+    from ..edges.logs import configure_logging
+    from ..edges.tcp import serve_tcp
+    from ..edges.transport import serve_stdio
 
     configure_logging(getattr(logging, args.log_level))
+    storage: Path | None = args.storage_dir
+    if storage is not None:
+        if "\x00" in str(storage):
+            print("hdcontext: --storage-dir contains a NUL character", file=sys.stderr)
+            return 2
+        storage = storage.expanduser().resolve()
     if args.tcp:
-        serve_tcp(args.host, args.port)
-    else:
-        serve_stdio()
-    return 0
+        folder = storage or Path(platformdirs.user_data_dir("hdcontext", appauthor=False))
+        return serve_tcp(
+            args.host, args.port, storage=folder.resolve(), max_body=args.max_message_bytes
+        )
+    return serve_stdio(storage, args.max_message_bytes)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

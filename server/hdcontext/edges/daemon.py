@@ -164,7 +164,7 @@ class Daemon:
         await self.update_watcher()
 
     def note_write(self, path: str, when: int) -> None:
-        """A write the editor reported (didSave, didChangeWatchedFiles)."""
+        """A write the editor reported (didSave)."""
         self.registry.note_disk_write(path, when)
 
     async def shutdown(self) -> None:

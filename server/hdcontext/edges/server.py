@@ -1,10 +1,16 @@
 """The pygls language server: the LSP lifecycle, PROTOCOL.md's methods, and the editor's events.
 
-Only this module knows pygls. It maps each ``history/*`` request to daemon.py, pulls the
-``hdcontext`` settings section after ``initialized`` and on every
-``workspace/didChangeConfiguration`` (registering for that notification when the client allows
-dynamic registration), keeps the workspace folders current, and passes ``didSave`` and
-``didChangeWatchedFiles`` on as file writes.
+This module (with transport.py, which feeds it) is where pygls is known. It maps each
+``history/*`` request to daemon.py, pulls the ``hdcontext`` settings section after
+``initialized`` and on every ``workspace/didChangeConfiguration`` (registering for that
+notification when the client allows dynamic registration), keeps the workspace folders
+current, and passes ``didSave`` on as a file write. Writes on disk come from the daemon's own
+watcher (watcher.py), so the client is not asked for ``workspace/didChangeWatchedFiles``.
+
+One ``HdServer`` serves one connection (stdio has one; TCP one per connection, tcp.py): its
+lifecycle, its settings, its daemon. Connections share the store of a folder, and a session
+is held by one connection at a time (claims.py): a session another connection holds is
+unknown here.
 
 Three things pygls does by default are changed here, for the privacy and the integrity of the
 conversation. pygls logs every message it sends at INFO, so its logger stays at WARNING. Its
@@ -14,6 +20,9 @@ used and ``history/*`` params arrive as the JSON the client sent. And it decodes
 object that has a ``jsonrpc`` key as a JSON-RPC message, also inside params (a tool result that
 happens to be a JSON-RPC message would be mangled), so here only a message's outermost object
 is decoded as one.
+
+And replies never carry more than they should: an error answered -32603 says the exception's
+type and nothing else (pygls puts its text and a traceback in ``data``), whatever raised it.
 """
 
 from __future__ import annotations
@@ -23,16 +32,19 @@ import contextlib
 import inspect
 import json
 import logging
-import sys
+import traceback
 import uuid
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import platformdirs
 from lsprotocol import types
 from lsprotocol.converters import get_converter
+from lsprotocol.types import ResponseError
 from pydantic import ValidationError
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError
 from pygls.lsp.server import LanguageServer
@@ -42,23 +54,26 @@ from pygls.uris import to_fs_path
 
 from ..core.content import validation_messages
 from ..core.tools import resolve_path
-from . import memory
+from .claims import CLAIMS
 from .daemon import SETTINGS_WAIT_S, Daemon
 from .ide_settings import IdeSettings
 from .json_text import encode, holds_text
-from .store import StoreError
+from .store import StoreError, folder_problem
 from .summarizer import SessionSummarizer
-from .watcher import ignored, now_ms, write_time
+from .watcher import now_ms, write_time
 from .wire import (
     INTERNAL_ERROR,
+    INVALID_REQUEST,
     SERVER_NOT_INITIALIZED,
+    UNKNOWN_SESSION,
     InitOptions,
     WireError,
+    storage_unusable,
 )
 
 log = logging.getLogger("hdcontext.server")
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 SETTINGS_SECTION = "hdcontext"
 
 
@@ -78,19 +93,73 @@ class HdProtocol(LanguageServerProtocol):
 
     def handle_message(self, message: Any) -> None:
         if isinstance(message, dict):
+            request = "id" in message and "method" in message
             try:
-                message = super().structure_message(message)
+                structured = super().structure_message(message)
             except JsonRpcException as exc:
                 # pygls would drop the message; a request deserves an answer (-32602).
-                if "id" in message and "method" in message:
+                if request:
                     self._send_response(message["id"], error=exc.to_response_error())
                     return
                 raise
+            if request and not hasattr(structured, "id"):
+                # LSP's type for the method is a notification: pygls would drop the id and
+                # never answer the request.
+                why = f"'{message['method']}' is a notification: send it without an id"
+                self.reply_error(message["id"], INVALID_REQUEST, why)
+                return
+            message = structured
         super().handle_message(message)
+
+    def _lifecycle(self) -> Lifecycle:
+        server = self._server
+        assert isinstance(server, HdServer)
+        return server.lifecycle
+
+    def reply_error(self, msg_id: Any, code: int, message: str) -> None:
+        """An error reply written directly (``id`` may be null, which pygls cannot write)."""
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+        ).encode("ascii")
+        self._write(self._framed(body))
+
+    def _framed(self, body: bytes) -> bytes:
+        if not self._include_headers:
+            return body
+        header = (
+            f"Content-Length: {len(body)}\r\n"
+            f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+        )
+        return header.encode("ascii") + body
+
+    def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
+        """pygls answers an exception that is not a JsonRpcException with its text and its
+        traceback; here with its type only (its text may quote the conversation)."""
+        exc = None if future.cancelled() else future.exception()
+        if exc is None or isinstance(exc, JsonRpcException):
+            super()._send_handler_result(future, msg_id=msg_id)
+            return
+        self._request_futures.pop(msg_id, None)
+        frames = "".join(traceback.format_tb(exc.__traceback__))
+        log.error("internal error: %s\n%s", type(exc).__name__, frames)
+        self._send_response(msg_id, error=_internal(type(exc).__name__))
 
     def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
         """Replies holding JSON text (a whole history) are written here, without pygls'
-        converter pass; everything else as pygls writes it (json_text.py says why)."""
+        converter pass; everything else as pygls writes it (json_text.py says why).
+
+        Every reply passes here: the answer to ``initialize`` settles the lifecycle, and a
+        -32603 leaves with a message of our own making and no ``data``.
+        """
+        life = self._lifecycle()
+        if life.state == "pending" and msg_id == life.initialize_id:
+            life.state = "done" if error is None else "none"
+        if error is not None and error.code == INTERNAL_ERROR:
+            mine = isinstance(error.message, str) and error.message.startswith("internal error (")
+            error = ResponseError(
+                code=INTERNAL_ERROR,
+                message=error.message if mine else "internal error; see the daemon's log",
+            )
         if error is not None or not holds_text(result):
             super()._send_response(msg_id, result, error)
             return
@@ -102,14 +171,7 @@ class HdProtocol(LanguageServerProtocol):
             *encode(result),
             b"}",
         ]
-        if self._include_headers:
-            length = sum(len(part) for part in body)
-            header = (
-                f"Content-Length: {length}\r\n"
-                f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
-            )
-            body.insert(0, header.encode("ascii"))
-        self._write(b"".join(body))
+        self._write(self._framed(b"".join(body)))
 
     def _write(self, data: bytes) -> None:
         """What pygls' ``_send_data`` does with a message once it is bytes."""
@@ -120,12 +182,18 @@ class HdProtocol(LanguageServerProtocol):
             res = self.writer.write(data)
             if inspect.isawaitable(res):
                 _background(res, "sending a reply")
-        except BrokenPipeError:
-            log.exception("Error sending data. BrokenPipeError")
-            raise
+        except (BrokenPipeError, ConnectionError):
+            log.info("the client is gone; a reply was not sent")
         except Exception as error:
-            log.exception("Error sending data")
+            log.error("sending a reply failed: %s", type(error).__name__)
             self._server._report_server_error(error, JsonRpcInternalError)
+
+    def _send_data(self, data: Any) -> None:
+        """pygls' writer, for everything but history replies; a client gone is no error."""
+        try:
+            super()._send_data(data)
+        except (BrokenPipeError, ConnectionError):
+            log.info("the client is gone; a message was not sent")
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Any:
@@ -134,8 +202,23 @@ class HdProtocol(LanguageServerProtocol):
         return result
 
 
+def _internal(kind: str) -> ResponseError:
+    message = f"internal error ({kind}); see the daemon's log"
+    return ResponseError(code=INTERNAL_ERROR, message=message)
+
+
+@dataclass
+class Lifecycle:
+    """Where a connection is in LSP's lifecycle (transport.py enforces it)."""
+
+    state: Literal["none", "pending", "done"] = "none"
+    """``initialize``: not received (or failed), answered soon, answered with a result."""
+    initialize_id: int | str | None = None
+    shutdown: bool = False
+
+
 class HdServer(LanguageServer):
-    def __init__(self) -> None:
+    def __init__(self, default_storage: Path | None = None) -> None:
         super().__init__(
             "hdcontext",
             _version(),
@@ -145,6 +228,16 @@ class HdServer(LanguageServer):
         )
         self.ide_settings = IdeSettings()
         self.daemon: Daemon | None = None
+        self.default_storage = default_storage
+        """The storage folder when ``initialize`` names none (``serve --storage-dir``)."""
+        self.lifecycle = Lifecycle()
+        self.holder = CLAIMS.new_holder()
+
+    @property
+    def hd_protocol(self) -> HdProtocol:
+        protocol = self.protocol
+        assert isinstance(protocol, HdProtocol)
+        return protocol
 
     def require_daemon(self) -> Daemon:
         if self.daemon is None:
@@ -207,23 +300,37 @@ def _init_options(ls: HdServer, raw: object) -> InitOptions:
 
 
 async def on_initialize(ls: HdServer, params: types.InitializeParams) -> None:
+    """Open the storage folder first: if it cannot be used (-32004), nothing has changed."""
     client = PyglsClient(ls)
     options = _init_options(ls, params.initialization_options)
-    for error in ls.ide_settings.set_initial(options.settings or {}):
-        client.warn(f"hdcontext: initializationOptions.settings: {error}; the default stands")
-    storage = (
-        Path(options.storage_dir).expanduser()
-        if options.storage_dir
-        else Path(platformdirs.user_data_dir("hdcontext", appauthor=False))
-    )
-    daemon = Daemon(client, storage.resolve(), ls.ide_settings, options.retrieve_tool)
+    storage = _storage_folder(ls, options.storage_dir)
+    daemon = Daemon(client, storage, ls.ide_settings, options.retrieve_tool)
+    daemon.store.warn = client.warn
     try:
         await daemon.start()
     except StoreError as exc:
-        raise WireError(message=str(exc), code=INTERNAL_ERROR) from None
+        await daemon.store.close()
+        raise storage_unusable(str(exc)) from None
+    for error in ls.ide_settings.set_initial(options.settings or {}):
+        client.warn(f"hdcontext: initializationOptions.settings: {error}; the default stands")
     daemon.roots = _roots(params)
     ls.daemon = daemon
     log.info("storage at %s; workspace folders: %d", daemon.storage_dir, len(daemon.roots))
+
+
+def _storage_folder(ls: HdServer, given: str | None) -> Path:
+    if given is not None and "\x00" in given:
+        raise storage_unusable("storageDir cannot be used: it contains a NUL character")
+    if given:
+        folder = Path(given).expanduser()
+    elif ls.default_storage is not None:
+        folder = ls.default_storage
+    else:
+        folder = Path(platformdirs.user_data_dir("hdcontext", appauthor=False))
+    try:
+        return folder.resolve()
+    except (OSError, RuntimeError) as exc:  # a loop of links, a path too long
+        raise storage_unusable(folder_problem(folder, exc)) from None
 
 
 def _client_pulls(ls: HdServer) -> bool:
@@ -248,16 +355,6 @@ async def on_initialized(ls: HdServer, params: types.InitializedParams) -> None:
                 register_options={"section": SETTINGS_SECTION},
             )
         )
-    if _can_register(ls, "did_change_watched_files"):
-        registrations.append(
-            types.Registration(
-                id=str(uuid.uuid4()),
-                method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                register_options=types.DidChangeWatchedFilesRegistrationOptions(
-                    watchers=[types.FileSystemWatcher(glob_pattern="**/*")]
-                ),
-            )
-        )
     if registrations:
         _background(
             ls.client_register_capability_async(
@@ -269,6 +366,9 @@ async def on_initialized(ls: HdServer, params: types.InitializedParams) -> None:
     if pull is not None:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.shield(pull), SETTINGS_WAIT_S)
+    # The daemon's own watcher (watchfiles over every workspace folder) is the one source of
+    # writes seen on disk, beside the editor's didSave: the client is not asked to register
+    # workspace/didChangeWatchedFiles, which reported the same writes a second time.
     await daemon.update_watcher()
 
 
@@ -360,25 +460,13 @@ async def on_did_change_workspace_folders(
     await daemon.set_roots(roots)
 
 
-def _note_uri(ls: HdServer, uri: str, deleted: bool, filtered: bool) -> None:
+def on_did_save(ls: HdServer, params: types.DidSaveTextDocumentParams) -> None:
     daemon = ls.daemon
-    path = to_fs_path(uri)
+    path = to_fs_path(params.text_document.uri)
     if daemon is None or not path:
         return
     path = resolve_path(path, "")
-    if filtered and ignored(path, daemon.roots):
-        return
-    daemon.note_write(path, now_ms() if deleted else write_time(path))
-
-
-def on_did_save(ls: HdServer, params: types.DidSaveTextDocumentParams) -> None:
-    _note_uri(ls, params.text_document.uri, deleted=False, filtered=False)
-
-
-def on_did_change_watched_files(ls: HdServer, params: types.DidChangeWatchedFilesParams) -> None:
-    for change in params.changes:
-        deleted = change.type == types.FileChangeType.Deleted
-        _note_uri(ls, change.uri, deleted=deleted, filtered=True)
+    daemon.note_write(path, write_time(path, now_ms()))
 
 
 async def on_shutdown(ls: HdServer, params: None) -> None:
@@ -411,54 +499,41 @@ METHODS: dict[str, Handler] = {
 def _register_method(ls: HdServer, method: str, handler: Handler) -> None:
     async def run(ls: HdServer, params: Any) -> Any:
         daemon = ls.require_daemon()
-        return await daemon.request(method, params, lambda raw: handler(daemon, raw))
+        folder = daemon.storage_dir
+        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        if not isinstance(session_id, str):
+            session_id = None
+        fresh = session_id is not None and not CLAIMS.holds(folder, session_id, ls.holder)
+        if session_id is not None and fresh and not CLAIMS.take(folder, session_id, ls.holder):
+            raise WireError(
+                message=f"unknown session '{session_id}': another connection has it open",
+                code=UNKNOWN_SESSION,
+            )
+        try:
+            result = await daemon.request(method, params, lambda raw: handler(daemon, raw))
+        except BaseException:
+            if session_id is not None and fresh:
+                CLAIMS.release(folder, session_id, ls.holder)  # a failed request holds nothing
+            raise
+        if method == "history/list":
+            result["sessions"] = [
+                s for s in result["sessions"] if CLAIMS.visible(folder, s["sessionId"], ls.holder)
+            ]
+        elif method in ("history/close", "history/delete") and session_id is not None:
+            CLAIMS.release(folder, session_id, ls.holder)
+        return result
 
     ls.feature(method)(run)
 
 
-def build_server() -> HdServer:
-    ls = HdServer()
+def build_server(default_storage: Path | None = None) -> HdServer:
+    ls = HdServer(default_storage)
     ls.feature(types.INITIALIZE)(on_initialize)
     ls.feature(types.INITIALIZED)(on_initialized)
     ls.feature(types.SHUTDOWN)(on_shutdown)
     ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(on_did_change_configuration)
     ls.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(on_did_change_workspace_folders)
     ls.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))(on_did_save)
-    ls.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)(on_did_change_watched_files)
     for method, handler in METHODS.items():
         _register_method(ls, method, handler)
     return ls
-
-
-# -- logging and entry points -------------------------------------------------------------------
-
-
-class _ExpectedErrors(logging.Filter):
-    """Drop pygls' tracebacks for errors answered on purpose (bad input is not a crash)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, WireError)
-
-
-def configure_logging(level: int = logging.INFO) -> None:
-    """Log to stderr (stdout is the protocol). pygls stays at WARNING: at INFO and below it
-    logs whole messages, and messages carry the conversation."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.WARNING)
-    logging.getLogger("hdcontext").setLevel(level)
-    logging.getLogger("pygls").setLevel(logging.WARNING)
-    handler.addFilter(_ExpectedErrors())
-
-
-def serve_stdio() -> None:
-    memory.configure()
-    build_server().start_io()
-
-
-def serve_tcp(host: str, port: int) -> None:
-    memory.configure()
-    build_server().start_tcp(host, port)

@@ -20,15 +20,27 @@ was the index (schema 1) read the same way: an index is a key too.
 
 All database work runs on one dedicated thread, in order: the event loop never waits on the
 disk, and requests for different sessions go on while one commits.
+
+The folder is the user's alone: created 0700, its files 0600 (an older, wider folder is
+narrowed when opened), and one daemon uses it at a time (``storage_lock.py``). Nothing in it is
+followed as a symlink: a link where the database, its journals, the lock or the transcripts
+belong is refused, so that nobody with a way to plant one can make the daemon write elsewhere.
+
+A session whose transcript lost a row (a damaged file, a hand edit) still opens: its
+transcript is renumbered without the hole, the working entries that were that row are dropped,
+with any tool call or response that would be left without its partner, and the store says
+what was lost through ``warn`` (the client's ``window/logMessage``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import re
 import sqlite3
+import stat
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -38,11 +50,20 @@ from typing import TypeVar
 
 from ..core.state import SessionState
 from ..core.stored import Blob
+from . import storage_lock
+from .recovery import Damage, unpaired
+from .storage_lock import StorageLocked as StorageLockedError
 
 T = TypeVar("T")
 
 DB_NAME = "hdcontext.sqlite3"
 TRANSCRIPTS_DIR = "transcripts"
+TOKEN_NAME = "tcp-token"
+"""Where ``serve --tcp`` writes the token it made up (tcp.py)."""
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
+_DB_FILES = (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal")
+_OWN_NAMES = (*_DB_FILES, TRANSCRIPTS_DIR, storage_lock.LOCK_NAME, TOKEN_NAME)
 SCHEMA_VERSION = 2
 """2: ``working.pos`` is the entry's key, not its index (the tables are those of 1, and a
 database of 1 is one of 2 as it is; a daemon that knows only 1 would write positions over
@@ -77,7 +98,55 @@ CREATE TABLE IF NOT EXISTS working (
 
 
 class StoreError(RuntimeError):
-    """The storage directory cannot be used (permissions, a newer schema, a full disk)."""
+    """The storage directory cannot be used (permissions, a newer schema, a full disk, another
+    daemon holding it)."""
+
+
+def prepare_folder(folder: Path) -> None:
+    """Make ``folder`` a private storage folder: created 0700, or narrowed to 0700 (its files
+    to 0600) when it exists; StoreError for a link inside it, OSError or ValueError for a
+    folder that cannot be made."""
+    if "\x00" in str(folder):
+        raise ValueError("the path contains a NUL character")
+    folder.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+    info = folder.stat()
+    if not stat.S_ISDIR(info.st_mode):  # pragma: no cover - mkdir refuses a file already
+        raise NotADirectoryError(20, "Not a directory")
+    _make_private(folder, info, PRIVATE_DIR)
+    for name in _OWN_NAMES:
+        path = folder / name
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            raise StoreError(
+                f"{path} is a symbolic link: the daemon follows none in its storage folder"
+            )
+        _make_private(path, info, PRIVATE_DIR if stat.S_ISDIR(info.st_mode) else PRIVATE_FILE)
+    transcripts = folder / TRANSCRIPTS_DIR
+    if transcripts.is_dir():
+        with os.scandir(transcripts) as found:
+            for item in found:
+                if item.is_file(follow_symlinks=False):
+                    _make_private(Path(item.path), item.stat(follow_symlinks=False), PRIVATE_FILE)
+
+
+def _make_private(path: Path, info: os.stat_result, mode: int) -> None:
+    """Narrow what a former daemon (or a wide umask) left open to others, if it is ours."""
+    if info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) & ~mode:
+        os.chmod(path, stat.S_IMODE(info.st_mode) & mode)
+
+
+def folder_problem(folder: Path, exc: BaseException) -> str:
+    """Why a storage folder cannot be used, as a client should read it (no traceback)."""
+    if isinstance(exc, FileExistsError | NotADirectoryError):
+        why = "it, or a folder on its path, is a file"
+    elif isinstance(exc, OSError) and exc.strerror:
+        why = exc.strerror[0].lower() + exc.strerror[1:]
+    else:
+        why = str(exc)
+    return f"cannot use the storage folder {folder}: {why}"
 
 
 def now_ms() -> int:
@@ -160,6 +229,10 @@ class Store:
         self.transcripts = directory / TRANSCRIPTS_DIR
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hdcontext-store")
         self._db: sqlite3.Connection | None = None  # used on the store's thread only
+        self._locked = False
+        self._closed = False
+        self.warn: Callable[[str], None] = lambda message: None
+        """Where the store tells the client what it had to do (a damaged session repaired)."""
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -178,8 +251,31 @@ class Store:
         await loop.run_in_executor(self._executor, self._open)
 
     def _open(self) -> None:
+        if self._db is not None:
+            return
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            prepare_folder(self.directory)
+            storage_lock.acquire(self.directory)
+        except StorageLockedError as exc:
+            raise StoreError(str(exc)) from None
+        except (OSError, ValueError) as exc:
+            raise StoreError(folder_problem(self.directory, exc)) from None
+        self._locked = True
+        try:
+            self._db = self._connect()
+        except BaseException:
+            self._locked = False
+            storage_lock.release(self.directory)
+            raise
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            # Made here, 0600 and not through a link; SQLite gives its journals the same mode.
+            os.close(
+                os.open(
+                    self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, PRIVATE_FILE
+                )
+            )
             db = sqlite3.connect(self.path, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
@@ -197,11 +293,17 @@ class Store:
                 )
             db.executescript(_SCHEMA)
             db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"cannot use the storage directory {self.directory}: {exc}") from exc
-        self._db = db
+        except OSError as exc:
+            raise StoreError(folder_problem(self.directory, exc)) from None
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot use the storage folder {self.directory}: {exc}") from None
+        return db
 
     async def close(self) -> None:
+        """Close the database and give back the folder's lock; once (later calls do nothing)."""
+        if self._closed:
+            return
+        self._closed = True
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, self._close)
         self._executor.shutdown(wait=True)
@@ -210,6 +312,9 @@ class Store:
         if self._db is not None:
             self._db.close()
             self._db = None
+        if self._locked:
+            self._locked = False
+            storage_lock.release(self.directory)
 
     # -- sessions -----------------------------------------------------------------------------
 
@@ -285,30 +390,51 @@ class Store:
         await self._run(run)
 
     async def load(self, session_id: str) -> Loaded | None:
-        def run(db: sqlite3.Connection) -> Loaded | None:
+        def run(db: sqlite3.Connection) -> tuple[Loaded | None, Damage | None]:
             row = db.execute(
                 "SELECT state, model, created FROM sessions WHERE id=?", (session_id,)
             ).fetchone()
             if row is None:
-                return None
-            transcript = [
-                str(text).encode("utf-8")
-                for (text,) in db.execute(
-                    "SELECT entry FROM transcript WHERE session_id=? ORDER BY seq", (session_id,)
-                )
-            ]
+                return None, None
+            transcript: list[Blob] = []
+            seqs: list[int] = []
+            for seq, text in db.execute(
+                "SELECT seq, entry FROM transcript WHERE session_id=? ORDER BY seq", (session_id,)
+            ):
+                seqs.append(int(seq))
+                transcript.append(str(text).encode("utf-8"))
+            holes = bool(seqs) and seqs[-1] != len(seqs) - 1
+            index = {seq: n for n, seq in enumerate(seqs)} if holes else None
             raw: list[Blob] = []
             counts: list[int] = []
             keys: list[int] = []
+            lost: list[int] = []
+            referred = -1
             for pos, seq, text, tokens in db.execute(
                 "SELECT pos, seq, entry, tokens FROM working WHERE session_id=? ORDER BY pos",
                 (session_id,),
             ):
-                # A reference keeps the very object of the transcript, as after an append.
-                raw.append(transcript[seq] if seq is not None else str(text).encode("utf-8"))
+                if seq is not None:
+                    referred = max(referred, int(seq))
+                    n = int(seq) if index is None else index.get(int(seq), -1)
+                    if not 0 <= n < len(transcript):
+                        lost.append(int(pos))
+                        continue
+                    # A reference keeps the very object of the transcript, as after an append.
+                    raw.append(transcript[n])
+                else:
+                    raw.append(str(text).encode("utf-8"))
                 counts.append(int(tokens))
                 keys.append(int(pos))
-            return Loaded(
+            damage: Damage | None = None
+            if holes or lost:
+                missing = max(seqs[-1] if seqs else -1, referred) + 1 - len(seqs)
+                drop = sorted(unpaired(raw))
+                _repair(db, session_id, seqs, [keys[i] for i in drop] + lost)
+                for i in reversed(drop):
+                    del raw[i], counts[i], keys[i]
+                damage = Damage(session_id, missing, len(lost), len(drop))
+            loaded = Loaded(
                 session_id=session_id,
                 state=SessionState.from_json(row[0]),
                 transcript=transcript,
@@ -318,8 +444,12 @@ class Store:
                 model=row[1],
                 created=int(row[2]),
             )
+            return loaded, damage
 
-        return await self._run(run)
+        loaded, damage = await self._run(run)
+        if damage is not None:
+            self.warn(damage.message())
+        return loaded
 
     async def summaries(self) -> list[Summary]:
         """Every stored session, most recently changed first."""
@@ -362,29 +492,67 @@ class Store:
         digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:16]
         return self.transcripts / f"{readable}-{digest}.jsonl"
 
-    async def export_transcript(self, session_id: str, entries: Sequence[Blob]) -> str:
+    async def export_transcript(self, session_id: str, entries: Sequence[Blob]) -> str | None:
         """Write the whole transcript as JSONL (one IContent a line) and return its path.
 
         The LLM strategies put this path into the summary (the transcript pointer), so the
         agent can look up what the summary left out. Written whole and renamed into place:
-        a reader never sees half a file.
+        a reader never sees half a file. Made 0600, through no link: if the transcripts
+        folder has become a link, nothing is written, the client is told, and the summary
+        goes without its pointer (``None``).
         """
         path = self.transcript_path(session_id)
         snapshot = list(entries)
 
-        def write() -> None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+        def write() -> bool:
+            folder = path.parent
+            with contextlib.suppress(FileExistsError):
+                folder.mkdir(mode=PRIVATE_DIR)
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                return False
             tmp = path.with_suffix(f".tmp{os.getpid()}")
-            with tmp.open("w", encoding="utf-8") as fh:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+            fd = os.open(
+                tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+            )
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 for entry in snapshot:
                     fh.write(_text(entry))
                     fh.write("\n")
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
+            return True
 
-        await asyncio.to_thread(write)
-        return str(path)
+        if await asyncio.to_thread(write):
+            return str(path)
+        self.warn(
+            f"hdcontext: {path.parent} is not a folder (a symbolic link?): the daemon follows "
+            "no link in its storage folder, so the transcript was not exported"
+        )
+        return None
+
+
+def _repair(
+    db: sqlite3.Connection, session_id: str, seqs: Sequence[int], drop: Sequence[int]
+) -> None:
+    """Close the holes of a transcript (rows keep their order) and point the working rows at
+    the new numbers; delete the working rows ``drop`` (by ``pos``). One transaction."""
+    with _transaction(db):
+        for new, old in enumerate(seqs):  # ascending: a new number never meets a row still there
+            if new != old:
+                db.execute(
+                    "UPDATE transcript SET seq=? WHERE session_id=? AND seq=?",
+                    (new, session_id, old),
+                )
+                db.execute(
+                    "UPDATE working SET seq=? WHERE session_id=? AND seq=?",
+                    (new, session_id, old),
+                )
+        db.executemany(
+            "DELETE FROM working WHERE session_id=? AND pos=?", [(session_id, pos) for pos in drop]
+        )
 
 
 class _transaction:

@@ -1,7 +1,7 @@
 """File writes seen on disk, which make earlier reads of those files stale (READ→WRITE pruning).
 
-Three sources report writes: watchfiles over every workspace folder (while ``watch.enabled``),
-the editor's ``textDocument/didSave`` and its ``workspace/didChangeWatchedFiles``. And because
+Two sources report writes: watchfiles over every workspace folder (while ``watch.enabled``),
+the one source of writes seen on disk, and the editor's ``textDocument/didSave``. And because
 a watcher reports a change only after its debounce, ``history/compact`` also settles the files
 its history read: a file whose modification time is later than its read was written after it,
 whether or not the event has arrived yet (or arrived while the daemon was not running).

@@ -24,10 +24,14 @@ from ..core.content import (
 )
 from ..core.todos import parse_todos
 
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 UNKNOWN_SESSION = -32001
 SUMMARIZER_FAILED = -32002
 UNKNOWN_CALL = -32003
+STORAGE_UNUSABLE = -32004
+UNAUTHORIZED = -32005
 INTERNAL_ERROR = -32603
 SERVER_NOT_INITIALIZED = -32002  # LSP's own code for a request before ``initialize``
 
@@ -58,6 +62,14 @@ def unknown_call(call_id: str, session_id: str) -> WireError:
 
 def summarizer_failed(message: str) -> WireError:
     return WireError(message=message, code=SUMMARIZER_FAILED)
+
+
+def invalid_request(message: str) -> WireError:
+    return WireError(message=message, code=INVALID_REQUEST)
+
+
+def storage_unusable(message: str) -> WireError:
+    return WireError(message=message, code=STORAGE_UNUSABLE)
 
 
 def internal_error(method: str, exc: BaseException) -> WireError:
