@@ -21,12 +21,18 @@ export const DAEMON_SETTINGS: ReadonlyArray<{ key: string; scope: SettingScope }
     { key: 'compression.density.fileDedupe', scope: 'window' },
     { key: 'compression.density.recencyPruning', scope: 'window' },
     { key: 'compression.density.recencyRetention', scope: 'window' },
+    { key: 'compression.density.schedule', scope: 'window' },
+    { key: 'compression.density.keepLatestView', scope: 'window' },
     { key: 'contextLimit', scope: 'window' },
     { key: 'tools.read', scope: 'window' },
     { key: 'tools.write', scope: 'window' },
     // Not in PROTOCOL.md's table (yet): the daemon accepts it since its shell-command parsing.
     { key: 'tools.shell', scope: 'window' },
     { key: 'watch.enabled', scope: 'window' },
+    { key: 'cache.pricing', scope: 'window' },
+    { key: 'cache.ttlSeconds', scope: 'window' },
+    { key: 'cache.readCost', scope: 'window' },
+    { key: 'cache.writeCost', scope: 'window' },
     // Where the conversation may be sent: user settings only, never a workspace's.
     { key: 'summarizer.provider', scope: 'machine' },
     { key: 'summarizer.baseUrl', scope: 'machine' },

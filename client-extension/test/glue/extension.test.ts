@@ -50,7 +50,7 @@ describe('activate() against the real daemon', () => {
     });
 
     it('the API drives the daemon and the status bar follows history/tokens', async () => {
-        assert.equal(api.protocolVersion, 1);
+        assert.equal(api.protocolVersion, 2);
         const seen: Status[] = [];
         api.onTokens((s) => seen.push(s));
         const opened = await api.open('chat');

@@ -9,10 +9,19 @@ import { after, before, describe, it } from 'node:test';
 
 import { ResponseError } from 'vscode-jsonrpc/node';
 
-import { ErrorCodes, type Status } from '../../src/protocol';
+import { ErrorCodes, PROTOCOL_VERSION, serverProtocolVersion, type Status } from '../../src/protocol';
 import { DAEMON_SETTINGS, daemonSection } from '../../src/settingsSection';
 import { readThenWrite, readsOnly } from '../helpers/conversation';
 import { EXTENSION_ROOT, startDaemon, waitFor, type RunningDaemon } from '../helpers/realDaemon';
+
+const PROTOCOL_2_SETTINGS = [
+    'compression.density.schedule',
+    'compression.density.keepLatestView',
+    'cache.pricing',
+    'cache.ttlSeconds',
+    'cache.readCost',
+    'cache.writeCost',
+];
 
 async function rejectsWith(p: Promise<unknown>, code: number, message?: RegExp): Promise<ResponseError<unknown>> {
     try {
@@ -41,8 +50,10 @@ describe('the real daemon, over vscode-jsonrpc', () => {
         await d?.stop();
     });
 
-    it('initialize: protocol version 1, server hdcontext, then a settings pull', async () => {
-        assert.deepEqual((d.initializeResult.capabilities.experimental as Record<string, unknown>).hdcontext, { protocolVersion: 1 });
+    it('initialize: a protocol version, server hdcontext, then a settings pull', async () => {
+        // 1 until the daemon's side of version 2 lands on main.
+        const version = serverProtocolVersion(d.initializeResult.capabilities);
+        assert.ok(version === 1 || version === PROTOCOL_VERSION, String(version));
         assert.equal(d.initializeResult.serverInfo?.name, 'hdcontext');
         for (let i = 0; i < 100 && d.pulls() === 0; i++) {
             await new Promise((r) => setTimeout(r, 50));
@@ -55,12 +66,19 @@ describe('the real daemon, over vscode-jsonrpc', () => {
         const { values, sources } = await d.client.settings('defaults');
         const pkg = JSON.parse(fs.readFileSync(path.join(EXTENSION_ROOT, 'package.json'), 'utf8'));
         const props = pkg.contributes.configuration.properties;
-        assert.deepEqual(Object.keys(values).sort(), DAEMON_SETTINGS.map((s) => s.key).sort());
-        for (const { key } of DAEMON_SETTINGS) {
+        // Until the daemon speaks protocol 2 (being built on main), it lacks the version-2 keys.
+        const daemonVersion = serverProtocolVersion(d.initializeResult.capabilities);
+        const keys = DAEMON_SETTINGS.map((s) => s.key).filter((k) => daemonVersion !== 1 || !PROTOCOL_2_SETTINGS.includes(k));
+        assert.deepEqual(Object.keys(values).sort(), keys.sort());
+        for (const key of keys) {
             assert.equal(sources[key], 'default', key);
             let want = props[`hdcontext.${key}`].default;
             if (key === 'compression.threshold') {
                 want = 0.85; // unset: the strategy's default
+            } else if (key.startsWith('cache.') && want === null) {
+                // unset: the figure of the pricing in use, which depends on the session's model
+                assert.ok(values[key] === null || (typeof values[key] === 'number' && values[key] >= 0), `${key}: ${String(values[key])}`);
+                continue;
             } else if (want === '') {
                 want = null; // an empty string is "unset" for the summarizer strings
             }
