@@ -1,7 +1,10 @@
 /**
- * The hdcontext extension: starts the daemon, shows the active session's tokens in the status
- * bar, answers `history/summarize` with `vscode.lm`, offers the commands, and returns the API
- * (`api.d.ts`) that chat extensions use to hand their conversation over.
+ * The hdcontext extension: shows the active session's tokens in the status bar, answers
+ * `history/summarize` with `vscode.lm`, offers the commands, and returns the API (`api.d.ts`)
+ * that chat extensions use to hand their conversation over.
+ *
+ * Activation starts no process: the daemon starts on first use (an API call, a command, a chat
+ * request, a click on the status bar) and stops in `deactivate()`.
  */
 
 import * as fs from 'node:fs';
@@ -63,7 +66,7 @@ export async function activate(context: vscode.ExtensionContext, factory?: Clien
         },
         factory,
     );
-    context.subscriptions.push(daemon);
+    // Not in context.subscriptions: deactivate() stops it, and waits for it.
     current = { daemon };
 
     const noteCompaction = (result: CompactResult): void => {
@@ -77,16 +80,14 @@ export async function activate(context: vscode.ExtensionContext, factory?: Clien
 
     context.subscriptions.push(
         vscode.workspace.onDidChangeConfiguration((e) => {
-            if (e.affectsConfiguration(`${SETTINGS_SECTION}.server.pythonPath`)) {
+            // A daemon nobody has used yet starts with the new interpreter anyway.
+            if (e.affectsConfiguration(`${SETTINGS_SECTION}.server.pythonPath`) && daemon.started) {
                 daemon.log('hdcontext.server.pythonPath changed: restarting the daemon');
                 statusBar.sessions.clear();
                 void daemon.restart().catch(() => undefined);
             }
         }),
     );
-
-    // Start now; API calls and commands wait for it.
-    void daemon.ready().catch(() => undefined);
 
     const api: HdcontextApi = {
         protocolVersion: PROTOCOL_VERSION,
@@ -107,6 +108,7 @@ export async function activate(context: vscode.ExtensionContext, factory?: Clien
     return api;
 }
 
+/** The one place the daemon stops (VS Code waits for the promise). */
 export async function deactivate(): Promise<void> {
     const daemon = current?.daemon;
     current = undefined;

@@ -117,7 +117,8 @@ describe('package.json contributions', () => {
 
     it('declares engines, activation, main, types, commands', () => {
         assert.equal(pkg.engines.vscode, '^1.100.0');
-        assert.deepEqual(pkg.activationEvents, ['onStartupFinished']);
+        // Activated by its contributions (commands, chat models, participant, tool) or the API; never at startup.
+        assert.deepEqual(pkg.activationEvents, []);
         assert.equal(pkg.main, './out/extension.js');
         assert.equal(pkg.types, './api.d.ts');
         const commands = pkg.contributes.commands.map((c: { command: string }) => c.command).sort();
