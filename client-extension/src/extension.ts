@@ -1,7 +1,8 @@
 /**
- * The hdcontext extension: shows the active session's tokens in the status bar, answers
- * `history/summarize` with `vscode.lm`, offers the commands, and returns the API (`api.d.ts`)
- * that chat extensions use to hand their conversation over.
+ * The hdcontext extension: the "· hdcontext" models of the chat panel (wrappingModels.ts), the
+ * `hdcontext_retrieve` tool and the `@hdcontext` participant; the active session's tokens in the
+ * status bar; `history/summarize` answered with `vscode.lm`; the commands; and the API
+ * (`api.d.ts`) that chat extensions use to hand their conversation over.
  *
  * Activation starts no process: the daemon starts on first use (an API call, a command, a chat
  * request, a click on the status bar) and stops in `deactivate()`.
@@ -12,11 +13,15 @@ import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 
 import type { HdcontextApi } from '../api';
+import { ChatSessions } from './chatSessions';
 import { registerCommands } from './commands';
 import { Daemon, type ClientFactory } from './daemon';
+import { createParticipant } from './participant';
 import { PROTOCOL_VERSION, SETTINGS_SECTION, type CompactResult, type Status } from './protocol';
+import { RETRIEVE_TOOL, RetrieveTool } from './retrieveTool';
 import { StatusBar } from './statusBar';
 import { EditorSummarizer, MODEL_SETTING } from './summarizer';
+import { WRAP_VENDOR, WrappingModels } from './wrappingModels';
 
 export const OUTPUT_CHANNEL = 'hdcontext';
 
@@ -77,6 +82,29 @@ export async function activate(context: vscode.ExtensionContext, factory?: Clien
         statusBar.update(result.status);
     };
     registerCommands(context, { daemon, statusBar, output, transcripts, noteCompaction });
+
+    const chats = new ChatSessions();
+    const warningsOnScreen = new Set<string>();
+    const models = new WrappingModels({
+        daemon,
+        chats,
+        onStatus: (status) => statusBar.update(status),
+        log: (line) => daemon.log(line),
+        warn: (message) => {
+            if (warningsOnScreen.has(message)) {
+                return;
+            }
+            warningsOnScreen.add(message);
+            void Promise.resolve(vscode.window.showWarningMessage(message)).finally(() => warningsOnScreen.delete(message));
+        },
+        scope: () => (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.toString()).join('\n') || 'no folder',
+    });
+    context.subscriptions.push(
+        models,
+        vscode.lm.registerLanguageModelChatProvider(WRAP_VENDOR, models),
+        vscode.lm.registerTool(RETRIEVE_TOOL, new RetrieveTool(daemon, chats)),
+        createParticipant({ daemon, chats, noteCompaction, log: (line) => daemon.log(line) }),
+    );
 
     context.subscriptions.push(
         vscode.workspace.onDidChangeConfiguration((e) => {

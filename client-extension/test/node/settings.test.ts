@@ -116,7 +116,7 @@ describe('package.json contributions', () => {
     });
 
     it('declares engines, activation, main, types, commands', () => {
-        assert.equal(pkg.engines.vscode, '^1.100.0');
+        assert.equal(pkg.engines.vscode, '^1.106.0');
         // Activated by its contributions (commands, chat models, participant, tool) or the API; never at startup.
         assert.deepEqual(pkg.activationEvents, []);
         assert.equal(pkg.main, './out/extension.js');
