@@ -15,9 +15,9 @@ from typing import Any
 
 from hdcontext.core.compression.high_density import HighDensityStrategy
 from hdcontext.core.compression.pairs import pairing_problems
-from hdcontext.core.compression.read_write import find_stale_reads
-from hdcontext.core.compression.types import DensityConfig, DensityResult
 from hdcontext.core.content import IContent, ToolCallBlock, is_empty_ai
+from hdcontext.core.density.optimize import find_stale_reads
+from hdcontext.core.density.types import DensityConfig, DensityResult
 from hdcontext.core.session import Session
 from hdcontext.core.settings import DEFAULT_READ_TOOLS, DEFAULT_SHELL_TOOLS, DEFAULT_WRITE_TOOLS
 from hdcontext.core.tokens import count_entry
@@ -129,7 +129,7 @@ def _compress(t: Transcript, limit: int) -> dict[str, Any]:
     async def run() -> dict[str, Any]:
         session = Session("bench", workspace_root=lambda: t.root)
         session.set_override("contextLimit", limit)
-        await session.append(t.entries)
+        session.append(t.entries)
         result = await session.compact()
         return {
             "tokens_after": result.status.total_tokens,

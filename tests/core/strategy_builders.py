@@ -7,11 +7,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from hdcontext.core.compression.types import (
-    CompressionContext,
-    SummarizeRequest,
-    Todo,
-)
+from hdcontext.core.compression.types import CompressionContext, SummarizeRequest, Todo
 from hdcontext.core.content import (
     IContent,
     MediaBlock,

@@ -1,10 +1,11 @@
-"""The density index gives, turn after turn, exactly what the pure ``optimize`` gives
-(and the read log what ``watcher.read_times`` gives).
+"""The density engine gives, turn after turn, exactly what the same passes folded cold over
+the whole history give (``optimize``), and so do the read times the daemon settles disk
+writes with.
 
 Histories are built the way a session builds them: turns appended one after another, the
 result of each optimize applied (or, sometimes, not), writes seen on disk between turns,
 settings changed now and then, and the history sometimes replaced wholesale (compression,
-a restore after a failure). The generator aims at what the index keeps between turns: call
+a restore after a failure). The generator aims at what the passes keep between turns: call
 ids used twice, responses that arrive turns after their call (or before it), failed and
 unanswered calls, shell commands that change directory (so that a removed or a late-answered
 call changes where every later command ran), exit statuses, outputs already pruned, ``@file``
@@ -21,14 +22,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import JsonValue
 
-from hdcontext.core.compression.density_index import DensityIndex, reproduces
-from hdcontext.core.compression.high_density import HighDensityStrategy
 from hdcontext.core.compression.tool_summary import PRUNED_POINTER
-from hdcontext.core.compression.types import DensityConfig, DensityResult, FileWrite
 from hdcontext.core.content import Block, IContent, Metadata, TextBlock
+from hdcontext.core.density.engine import DensityEngine
+from hdcontext.core.density.optimize import optimize, read_times
+from hdcontext.core.density.types import DensityConfig, DensityResult, FileWrite
 from hdcontext.core.history import History
-from hdcontext.core.read_log import ReadLog
-from hdcontext.core.tools import read_times
 
 from .builders import call, inclusion, response
 
@@ -202,53 +201,39 @@ def wire(result: DensityResult) -> tuple[Any, ...]:
 
 async def _play(steps: Sequence[tuple[str, Any]], config: DensityConfig) -> int:
     history = History(counter)
-    index = DensityIndex()
-    log = ReadLog()
-    strategy = HighDensityStrategy()
+    engine = DensityEngine()
     disk: list[FileWrite] = []
     checked = 0
     for what, value in steps:
         if what == "entries":
-            await history.append(value)
+            history.append(value)
         elif what == "disk":
             disk.append(value)
         elif what == "config":
             config = value
         elif what == "reset":
             if value == "replace_all":
-                await history.replace_all(list(history.raw))
+                history.replace_all(list(history.raw))
             elif value == "restore":
                 history.restore(list(history.raw_json), list(history.tokens), [])
             else:
-                await history.clear()
+                history.clear()
         else:
             full = DensityConfig(**{**config.__dict__, "external_writes": tuple(disk)})
-            expected = strategy.optimize(list(history.raw), full)
-            got = index.optimize(history, full)
+            expected = optimize(list(history.raw), full)
+            got = engine.optimize(history, full)
             assert got == expected
             assert wire(got) == wire(expected)
-            root = config.workspace_root
-            assert log.read_times(history, READ_TOOLS, root) == read_times(
-                history.raw, READ_TOOLS, root
-            )
+            assert engine.read_times(history, full) == read_times(list(history.raw), full)
             checked += 1
             if value and not got.is_empty:
-                await history.apply_density_result(got)
+                history.apply_density_result(got)
     return checked
 
 
 @settings(max_examples=400, deadline=None)
 @given(turns(), configs)
-def test_the_index_and_the_read_log_give_what_the_whole_history_gives(
+def test_the_engine_gives_what_the_cold_fold_gives(
     steps: list[tuple[str, Any]], config: DensityConfig
 ) -> None:
     assert asyncio.run(_play(steps, config)) >= 1
-
-
-def test_the_index_stands_in_for_high_density_only() -> None:
-    class Other(HighDensityStrategy):
-        def optimize(self, history: Sequence[IContent], config: DensityConfig) -> DensityResult:
-            return DensityResult()
-
-    assert reproduces(HighDensityStrategy())
-    assert not reproduces(Other())

@@ -19,13 +19,9 @@ from pydantic import JsonValue
 
 from hdcontext.core.compression.high_density import HighDensityStrategy
 from hdcontext.core.compression.pairs import pairing_problems
-from hdcontext.core.compression.types import (
-    CompressionContext,
-    DensityConfig,
-    DensityResult,
-    FileWrite,
-)
+from hdcontext.core.compression.types import CompressionContext
 from hdcontext.core.content import Block, IContent, ToolCallBlock, ToolResponseBlock
+from hdcontext.core.density.types import DensityConfig, DensityResult, FileWrite
 from hdcontext.core.tokens import count_entry
 
 from .builders import ai, ai_text, call, human, inclusion, response, tools

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from hdcontext.core.compression.file_dedup import (
-    Inclusion,
-    dedupe_file_inclusions,
-    find_inclusions,
-    omitted_note,
-)
 from hdcontext.core.content import TextBlock
+from hdcontext.core.density.inclusions import Inclusion, find_inclusions, omitted_note
+from hdcontext.core.density.optimize import dedupe_file_inclusions
 
 from .builders import ai_call, ai_text, human, inclusion, tool_result
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from hdcontext.core.compression.types import DensityResult
 from hdcontext.core.content import IContent, parse_entries
+from hdcontext.core.density.types import DensityResult
 from hdcontext.core.history import DensityApplyError, History
 from hdcontext.core.tokens import count_entry
 
@@ -39,9 +39,9 @@ async def test_appended_entries_are_counted_once_and_totals_are_sums() -> None:
     counter = CountingCounter()
     h = History(counter)
     first = entries("a " * 50, "b " * 10)
-    await h.append(first)
+    h.append(first)
     second = entries("c " * 20)
-    await h.append(second)
+    h.append(second)
     assert counter.seen == [*first, *second]
     assert list(h.tokens) == [count_entry(e) for e in [*first, *second]]
     assert h.total_tokens == sum(h.tokens)
@@ -50,7 +50,7 @@ async def test_appended_entries_are_counted_once_and_totals_are_sums() -> None:
 async def test_curated_view_leaves_out_empty_ai_entries_and_their_tokens() -> None:
     h = History()
     items = [*entries("q"), *entries("  ", speaker="ai"), *entries("answer", speaker="ai")]
-    await h.append(items)
+    h.append(items)
     assert h.curated() == [items[0], items[2]]
     assert h.curated_count == 2
     assert h.total_tokens == count_entry(items[0]) + count_entry(items[2])
@@ -59,11 +59,11 @@ async def test_curated_view_leaves_out_empty_ai_entries_and_their_tokens() -> No
 
 async def test_req_hd_003_2_and_003_3_replacements_then_removals_highest_first() -> None:
     h = History()
-    await h.append(entries("e0", "e1", "e2", "e3", "e4"))
+    h.append(entries("e0", "e1", "e2", "e3", "e4"))
     (new1,) = entries("new1")
     (new3,) = entries("new3")
     # Had removals gone first, index 3 would point at e4 by the time it was replaced.
-    await h.apply_density_result(DensityResult(removals=(0, 2), replacements={1: new1, 3: new3}))
+    h.apply_density_result(DensityResult(removals=(0, 2), replacements={1: new1, 3: new3}))
     assert texts(h.raw) == ["new1", "new3", "e4"]
     assert list(h.tokens) == [count_entry(e) for e in h.raw]
     assert h.total_tokens == sum(h.tokens)
@@ -72,10 +72,10 @@ async def test_req_hd_003_2_and_003_3_replacements_then_removals_highest_first()
 async def test_only_replaced_entries_are_recounted() -> None:
     counter = CountingCounter()
     h = History(counter)
-    await h.append(entries("e0", "e1", "e2"))
+    h.append(entries("e0", "e1", "e2"))
     counter.seen.clear()
     (new,) = entries("new")
-    await h.apply_density_result(DensityResult(removals=(0,), replacements={2: new}))
+    h.apply_density_result(DensityResult(removals=(0,), replacements={2: new}))
     assert counter.seen == [new]
 
 
@@ -92,20 +92,20 @@ async def test_req_hd_001_6_and_001_7_invalid_results_throw_and_change_nothing(
     result: DensityResult, message: str
 ) -> None:
     h = History()
-    await h.append(entries("e0", "e1", "e2"))
+    h.append(entries("e0", "e1", "e2"))
     before = (list(h.raw), list(h.tokens), h.total_tokens)
     with pytest.raises(DensityApplyError, match=message):
-        await h.apply_density_result(result)
+        h.apply_density_result(result)
     assert (list(h.raw), list(h.tokens), h.total_tokens) == before
 
 
 async def test_transcript_is_never_pruned_or_cleared() -> None:
     h = History()
     items = entries("e0", "e1", "e2")
-    await h.append(items)
-    await h.apply_density_result(DensityResult(removals=(0, 1)))
-    await h.replace_all(entries("summary"))
-    await h.clear()
+    h.append(items)
+    h.apply_density_result(DensityResult(removals=(0, 1)))
+    h.replace_all(entries("summary"))
+    h.clear()
     assert list(h.transcript) == items
     assert list(h.raw) == [] and h.total_tokens == 0
 
@@ -114,12 +114,12 @@ async def test_replace_all_reuses_counts_of_kept_entries() -> None:
     counter = CountingCounter()
     h = History(counter)
     items = entries("e0", "e1", "e2")
-    await h.append(items)
+    h.append(items)
     counter.seen.clear()
     (summary,) = entries("summary")
     parsed = list(h.raw)  # as a compression strategy reads the history
     kept_json = h.raw_json[2]
-    await h.replace_all([summary, parsed[2]], parsed=parsed)
+    h.replace_all([summary, parsed[2]], parsed=parsed)
     assert counter.seen == [summary]
     assert h.total_tokens == count_entry(summary) + count_entry(items[2])
     assert h.raw_json[1] is kept_json  # the kept entry is not written again either
@@ -130,21 +130,21 @@ async def test_req_hd_003_6_recalculate_recounts_every_entry() -> None:
     counter = CountingCounter()
     h = History(counter)
     items = entries("e0", "e1")
-    await h.append(items)
+    h.append(items)
     counter.seen.clear()
-    await h.recalculate_total_tokens()
+    h.recalculate_total_tokens()
     assert counter.seen == items
 
 
 async def test_concurrent_appends_and_edits_keep_counts_consistent() -> None:
     h = History()
-    await h.append(entries(*(f"seed {i}" for i in range(10))))
+    h.append(entries(*(f"seed {i}" for i in range(10))))
 
     async def add(i: int) -> None:
-        await h.append(entries(f"more {i} " * 30))
+        h.append(entries(f"more {i} " * 30))
 
     async def prune() -> None:
-        await h.apply_density_result(DensityResult(removals=(0,)))
+        h.apply_density_result(DensityResult(removals=(0,)))
 
     await asyncio.gather(*(add(i) for i in range(10)), prune(), prune())
     assert len(h.raw) == 18

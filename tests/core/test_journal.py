@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hdcontext.core.compression.types import DensityResult
 from hdcontext.core.content import IContent, entry_json, text_entry
+from hdcontext.core.density.types import DensityResult
 from hdcontext.core.history import History
 from hdcontext.core.journal import Change, Journal
 
@@ -15,13 +15,13 @@ def texts(*words: str) -> list[IContent]:
 async def test_keys_increase_and_edits_keep_them() -> None:
     h = History(lambda e: 1)
     a, b, c, d = texts("a", "b", "c", "d")
-    await h.append([a, b, c])
+    h.append([a, b, c])
     start = h.journal.revision
-    await h.append([d])
+    h.append([d])
     assert list(h.keys) == sorted(h.keys) and len(set(h.keys)) == 4
     key_b, key_c, key_d = h.keys[1], h.keys[2], h.keys[3]
     new_c = text_entry("human", "C")
-    await h.apply_density_result(DensityResult(removals=(1,), replacements={2: new_c}))
+    h.apply_density_result(DensityResult(removals=(1,), replacements={2: new_c}))
     assert list(h.keys) == [h.keys[0], key_c, key_d]
     assert h.position(key_b) is None and h.position(key_c) == 1
     changes = h.journal.since(start)
@@ -33,15 +33,15 @@ async def test_keys_increase_and_edits_keep_them() -> None:
 
 async def test_wholesale_changes_leave_readers_to_rebuild() -> None:
     h = History(lambda e: 1)
-    await h.append(texts("a", "b"))
+    h.append(texts("a", "b"))
     seen = h.journal.revision
-    await h.replace_all(list(h.raw))
+    h.replace_all(list(h.raw))
     assert h.journal.since(seen) is None
     assert h.journal.since(h.journal.revision) == []
     keys = list(h.keys)
     h.restore(list(h.raw_json), list(h.tokens), [], keys=keys)
     assert list(h.keys) == keys
-    await h.append(texts("c"))
+    h.append(texts("c"))
     assert h.keys[-1] > keys[-1]
 
 

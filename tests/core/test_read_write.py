@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import JsonValue
 
-from hdcontext.core.compression.edits import PassEdits
-from hdcontext.core.compression.read_write import prune_stale_reads
-from hdcontext.core.compression.types import DensityConfig, FileWrite
 from hdcontext.core.content import IContent
+from hdcontext.core.density.edits import PassEdits
+from hdcontext.core.density.optimize import prune_stale_reads
+from hdcontext.core.density.types import DensityConfig, FileWrite
 
 from .builders import ai, ai_call, ai_text, call, human, response, tool_result, tools
 

@@ -73,7 +73,7 @@ async def test_optimize_prunes_exactly_the_stale_reads(path: Path) -> None:
     expected = oracle_stale_reads(history)
     session = Session("real", workspace_root=lambda: "/")
     session.set_override("tools.shell", [])  # the oracle knows the file tools only
-    await session.append(history)
+    session.append(history)
     result = await session.compact()
     pruned = call_ids(history) - call_ids(result.history)
     assert pruned == expected
@@ -95,7 +95,7 @@ async def test_a_bash_head_of_a_file_edited_later_is_pruned_in_a_real_session() 
         and b.parameters.get("command") == "head -20 js/drone.js"
     )
     session = Session("real", workspace_root=lambda: "/")
-    await session.append(history)
+    session.append(history)
     result = await session.compact()
     pruned = call_ids(history) - call_ids(result.history)
     assert pruned == oracle_stale_reads(history) | {head.id}
@@ -116,7 +116,7 @@ async def test_compression_at_small_limits_stays_provider_valid(
     session = Session("real", workspace_root=lambda: "/")
     session.set_override("compression.strategy", strategy)
     session.set_override("contextLimit", limit)
-    await session.append(history)
+    session.append(history)
     result = await session.compact()
     assert pairing_problems(result.history) == set()
     assert list(session.history.transcript) == history

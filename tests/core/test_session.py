@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from hdcontext.core.compression.high_density import HighDensityStrategy
 from hdcontext.core.compression.pairs import pairing_problems
 from hdcontext.core.compression.types import SummarizeRequest, SummarizerError
 from hdcontext.core.content import IContent, parse_entries
+from hdcontext.core.density.engine import DensityEngine
 from hdcontext.core.session import Session
-from hdcontext.core.settings import SettingError
+from hdcontext.core.settings import SettingError, Settings
 
 ROOT = "/ws"
 
@@ -91,7 +91,8 @@ async def test_append_stamps_timestamps_and_keeps_given_ones() -> None:
             }
         ]
     )
-    stored = await s.append([*given, *build(human("y"))])
+    s.append([*given, *build(human("y"))])
+    stored = list(s.history.transcript)
     assert stored[0].timestamp == 5
     assert stored[1].timestamp == 1_000
     assert s.version == 1 and s.dirty
@@ -99,7 +100,7 @@ async def test_append_stamps_timestamps_and_keeps_given_ones() -> None:
 
 async def test_req_hd_002_1_stale_read_is_pruned_before_the_threshold_check() -> None:
     s = session()
-    await s.append(build(human("go"), read("r1", "a.py", BIG), write("w1", "a.py"), ai("done")))
+    s.append(build(human("go"), read("r1", "a.py", BIG), write("w1", "a.py"), ai("done")))
     before = s.history.total_tokens
     result = await s.compact()
     assert result.density is not None
@@ -118,19 +119,19 @@ async def test_req_hd_002_1_stale_read_is_pruned_before_the_threshold_check() ->
 
 async def test_req_hd_002_3_and_002_7_no_optimize_when_clean_and_flag_cleared_after() -> None:
     s = session()
-    await s.append(build(human("go"), ai("nothing to prune")))
+    s.append(build(human("go"), ai("nothing to prune")))
     first = await s.compact()
     assert first.density is not None and first.density.removals == 0  # ran, found nothing
     assert s.dirty is False  # cleared even without changes
     second = await s.compact()
     assert second.density is None and second.steps == ()
-    await s.append(build(human("more")))
+    s.append(build(human("more")))
     assert (await s.compact()).density is not None
 
 
 async def test_req_hd_002_5_empty_result_changes_nothing() -> None:
     s = session()
-    await s.append(build(human("go"), read("r1", "a.py", "x")))
+    s.append(build(human("go"), read("r1", "a.py", "x")))
     version = s.version
     await s.compact()
     assert s.version == version
@@ -139,7 +140,7 @@ async def test_req_hd_002_5_empty_result_changes_nothing() -> None:
 async def test_req_hd_002_2_threshold_strategies_never_optimize() -> None:
     s = session()
     s.set_override("compression.strategy", "top-down-truncation")
-    await s.append(build(human("go"), read("r1", "a.py", BIG), write("w1", "a.py")))
+    s.append(build(human("go"), read("r1", "a.py", BIG), write("w1", "a.py")))
     result = await s.compact()
     assert result.density is None
     assert len(s.history.raw) == 5
@@ -147,7 +148,7 @@ async def test_req_hd_002_2_threshold_strategies_never_optimize() -> None:
 
 async def test_disk_write_after_a_read_makes_it_stale() -> None:
     s = session()
-    await s.append(build(human("go"), read("r1", "a.py", BIG), ai("read it")))
+    s.append(build(human("go"), read("r1", "a.py", BIG), ai("read it")))
     await s.compact()
     assert len(s.history.raw) == 4
     s.note_write("/ws/a.py", 999_999_999)  # after every entry's timestamp
@@ -160,7 +161,7 @@ async def test_disk_write_after_a_read_makes_it_stale() -> None:
 async def test_disk_writes_are_ignored_when_watching_is_off() -> None:
     s = session()
     s.set_override("watch.enabled", False)
-    await s.append(build(human("go"), read("r1", "a.py", BIG)))
+    s.append(build(human("go"), read("r1", "a.py", BIG)))
     s.note_write("/ws/a.py", 999_999_999)
     await s.compact()
     assert len(s.history.raw) == 3
@@ -169,7 +170,7 @@ async def test_disk_writes_are_ignored_when_watching_is_off() -> None:
 async def test_disk_write_before_the_read_keeps_it() -> None:
     s = session(clock_start=5_000)
     s.note_write("/ws/a.py", 10)
-    await s.append(build(human("go"), read("r1", "a.py", BIG)))
+    s.append(build(human("go"), read("r1", "a.py", BIG)))
     await s.compact()
     assert len(s.history.raw) == 3
 
@@ -177,9 +178,7 @@ async def test_disk_write_before_the_read_keeps_it() -> None:
 async def test_pending_tokens_trigger_compression() -> None:
     s = session()
     s.set_override("contextLimit", 10_000)
-    await s.append(
-        build(human("go"), *(read(f"r{i}", f"f{i}.py", BIG) for i in range(3)), ai("ok"))
-    )
+    s.append(build(human("go"), *(read(f"r{i}", f"f{i}.py", BIG) for i in range(3)), ai("ok")))
     total = s.history.total_tokens
     assert total < 0.85 * 10_000
     quiet = await s.compact()
@@ -196,42 +195,46 @@ async def test_req_hd_002_8_emergency_path_and_over_limit() -> None:
     s.set_override("compression.strategy", "top-down-truncation")
     s.set_override("contextLimit", 200)
     # One human message that alone is over the limit: nothing can bring it under.
-    await s.append(build(human("word " * 2000), ai("ok")))
+    s.append(build(human("word " * 2000), ai("ok")))
     result = await s.compact()
     names = [step.name for step in result.steps]
     assert names == ["compress", "emergency-compress"]
     assert result.over_limit is True
 
 
-async def test_summarizer_failure_propagates_and_changes_nothing() -> None:
-    async def failing(request: SummarizeRequest) -> str:
+async def test_summarizer_failure_propagates_and_the_snapshot_puts_everything_back() -> None:
+    async def failing(request: SummarizeRequest, settings: Settings) -> str:
         raise SummarizerError("client", "the editor has no language model")
 
     s = session(summarizer=failing)
     s.set_override("compression.strategy", "middle-out")
     s.set_override("contextLimit", 1_000)
-    await s.append(build(*(human(f"q{i} " + "x " * 60) + ai(f"a{i}") for i in range(12))))
+    s.append(build(*(human(f"q{i} " + "x " * 60) + ai(f"a{i}") for i in range(12))))
     raw, version, saved = list(s.history.raw), s.version, s.saved_tokens
     assert s.history.total_tokens >= 0.85 * 1_000  # compression will run, and fail
+    snap = s.snapshot()
     with pytest.raises(SummarizerError):
         await s.compact()
+    s.restore(snap)
     assert (list(s.history.raw), s.version, s.saved_tokens) == (raw, version, saved)
 
 
-async def test_optimize_exception_propagates_and_changes_nothing(
+async def test_optimize_exception_propagates_and_the_snapshot_puts_everything_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """REQ-HD-013.1: a failing optimize is an error the caller sees, never swallowed."""
 
-    def broken(self: HighDensityStrategy, history: object, config: object) -> None:
+    def broken(self: DensityEngine, history: object, config: object) -> None:
         raise RuntimeError("optimize failed")
 
     s = session()
-    await s.append(build(human("go"), read("r1", "a.py", BIG), write("w1", "a.py")))
-    monkeypatch.setattr(HighDensityStrategy, "optimize", broken)
+    s.append(build(human("go"), read("r1", "a.py", BIG), write("w1", "a.py")))
+    monkeypatch.setattr(DensityEngine, "optimize", broken)
     raw = list(s.history.raw)
+    snap = s.snapshot()
     with pytest.raises(RuntimeError, match="optimize failed"):
         await s.compact()
+    s.restore(snap)
     assert list(s.history.raw) == raw
     assert s.dirty is True  # the pass did not happen, so it must run next time
 
@@ -239,7 +242,7 @@ async def test_optimize_exception_propagates_and_changes_nothing(
 async def test_llm_compression_gets_prompt_todos_and_transcript_pointer() -> None:
     seen: list[SummarizeRequest] = []
 
-    async def summarizer(request: SummarizeRequest) -> str:
+    async def summarizer(request: SummarizeRequest, settings: Settings) -> str:
         seen.append(request)
         return "<state_snapshot>summary</state_snapshot>"
 
@@ -275,7 +278,7 @@ async def test_llm_compression_gets_prompt_todos_and_transcript_pointer() -> Non
             {"type": "tool_response", "callId": "t1", "toolName": "TodoWrite", "result": "ok"}
         ],
     }
-    await s.append(
+    s.append(
         build(
             [todo_call, todo_result],
             *(human(f"q{i} " + "x " * 60) + ai(f"a{i}") for i in range(12)),
@@ -299,10 +302,10 @@ async def test_client_todos_win_until_a_newer_todo_write() -> None:
     from hdcontext.core.todos import parse_todos
 
     s = session()
-    await s.append(build(human("go")))
+    s.append(build(human("go")))
     s.set_todos(parse_todos([{"id": "1", "content": "from client", "status": "pending"}]))
     assert [t.content for t in s.active_todos()] == ["from client"]
-    await s.append(
+    s.append(
         parse_entries(
             [
                 {
@@ -335,13 +338,13 @@ async def test_overrides_validate_and_report_sources() -> None:
     with pytest.raises(SettingError):
         s.set_override("contextLimit", "lots")
     assert s.overrides == {"compression.threshold": 0.5}
-    assert s.set_override("compression.threshold", None).threshold == 0.7
+    assert s.set_override("compression.threshold", None).values["compression.threshold"] == 0.7
 
 
 async def test_status_reports_curated_tokens_and_percent() -> None:
     s = session()
     s.set_override("contextLimit", 1000)
-    await s.append(build(human("hello"), ai("  ")))
+    s.append(build(human("hello"), ai("  ")))
     st = s.status()
     assert st.entry_count == 1
     assert st.total_tokens == s.history.total_tokens
@@ -350,7 +353,7 @@ async def test_status_reports_curated_tokens_and_percent() -> None:
 
 
 async def test_output_stays_provider_valid_across_every_strategy() -> None:
-    async def summarizer(request: SummarizeRequest) -> str:
+    async def summarizer(request: SummarizeRequest, settings: Settings) -> str:
         return "summary"
 
     history = build(
@@ -365,7 +368,8 @@ async def test_output_stays_provider_valid_across_every_strategy() -> None:
         s = session(summarizer=summarizer)
         s.set_override("compression.strategy", name)
         s.set_override("contextLimit", 3_000)
-        stored = await s.append(history)
+        s.append(history)
+        stored = list(s.history.transcript)
         result = await s.compact()
         assert result.compression is not None, name
         assert pairing_problems(result.history) <= pairing_problems(history), name

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hdcontext.core.compression.factory import STRATEGY_NAMES
-from hdcontext.core.compression.types import DensityConfig
+from hdcontext.core.density.types import DensityConfig
 from hdcontext.core.settings import (
     DEFAULT_READ_TOOLS,
     DEFAULT_WRITE_TOOLS,
@@ -38,20 +38,32 @@ def test_every_protocol_key_has_its_default() -> None:
         "summarizer.baseUrl",
         "summarizer.model",
         "summarizer.apiKeyEnv",
+        "compression.density.schedule",
+        "compression.density.keepLatestView",
+        "cache.pricing",
+        "cache.ttlSeconds",
+        "cache.readCost",
+        "cache.writeCost",
     }
-    assert r.values["compression.strategy"] == "high-density"
-    assert r.values["compression.preserveThreshold"] == 0.3
-    assert r.values["compression.topPreserveThreshold"] == 0.2
+    w = r.to_wire()["values"]
+    assert isinstance(w, dict)
+    assert w["compression.strategy"] == "high-density"
+    assert w["compression.preserveThreshold"] == 0.3
+    assert w["compression.topPreserveThreshold"] == 0.2
     # REQ-HD-009.1-009.4, REQ-HD-007.4/007.5
-    assert r.values["compression.density.readWritePruning"] is True
-    assert r.values["compression.density.fileDedupe"] is True
-    assert r.values["compression.density.recencyPruning"] is False
-    assert r.values["compression.density.recencyRetention"] == 3
-    assert r.values["contextLimit"] == 200_000
-    assert r.values["watch.enabled"] is True
-    assert r.values["tools.shell"] == ["bash", "Bash", "run_shell_command", "shell"]
-    assert r.values["summarizer.provider"] == "client"
-    assert r.values["summarizer.baseUrl"] is None
+    assert w["compression.density.readWritePruning"] is True
+    assert w["compression.density.fileDedupe"] is True
+    assert w["compression.density.recencyPruning"] is False
+    assert w["compression.density.recencyRetention"] == 3
+    assert w["contextLimit"] == 200_000
+    assert w["watch.enabled"] is True
+    assert w["tools.shell"] == ["bash", "Bash", "run_shell_command", "shell"]
+    assert w["summarizer.provider"] == "client"
+    assert w["summarizer.baseUrl"] is None
+    assert w["compression.density.schedule"] == "cache-aware"
+    assert w["compression.density.keepLatestView"] is True
+    assert w["cache.pricing"] == "auto"
+    assert w["cache.ttlSeconds"] is None
     assert set(r.sources.values()) == {"default"}
 
 
@@ -163,7 +175,33 @@ def test_merge_returns_removed_keys_to_their_default() -> None:
     merged, errors = merge_section({"contextLimit": 5000}, {"compression": {"strategy": None}})
     assert merged == {}
     assert errors == []
-    assert resolve({}, merged).context_limit == 200_000
+    assert resolve({}, merged).values.context_limit == 200_000
+
+
+def test_resolved_values_are_typed_fields() -> None:
+    r = resolve({"contextLimit": 9000}, {"tools.read": ["Read"], "cache.readCost": 0.2})
+    assert r.values.context_limit == 9000
+    assert r.values.read_tools == ("Read",)
+    assert r.values.cache_read_cost == 0.2
+    assert r.values.schedule == "cache-aware"
+    assert (r.sources["contextLimit"], r.sources["tools.read"]) == ("override", "settings")
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("compression.density.schedule", "sometimes"),
+        ("compression.density.keepLatestView", 1),
+        ("cache.pricing", "azure"),
+        ("cache.ttlSeconds", 0),
+        ("cache.readCost", -0.1),
+        ("cache.writeCost", "1.25"),
+    ],
+)
+def test_protocol_v2_settings_are_validated(key: str, value: object) -> None:
+    with pytest.raises(SettingError) as err:
+        validate(key, value)
+    assert err.value.key == key
 
 
 def test_integral_floats_are_stored_as_ints() -> None:

@@ -7,11 +7,11 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from hdcontext.core.compression.edits import PassEdits
 from hdcontext.core.compression.pairs import pairing_problems
-from hdcontext.core.compression.read_write import find_stale_reads, prune_stale_reads
-from hdcontext.core.compression.types import DensityConfig, FileWrite
 from hdcontext.core.content import IContent, Metadata, ToolCallBlock
+from hdcontext.core.density.edits import PassEdits
+from hdcontext.core.density.optimize import find_stale_reads, prune_stale_reads
+from hdcontext.core.density.types import DensityConfig, FileWrite
 from hdcontext.core.session import Session
 from hdcontext.formats.importers import mini_swe_agent
 
@@ -220,7 +220,7 @@ async def test_mini_swe_agent_cat_followed_by_sed_i_is_pruned_end_to_end() -> No
     conversation = mini_swe_agent.load(trajectory())
     assert conversation.workspace_root == "/testbed"
     session = Session("e2e", workspace_root=lambda: conversation.workspace_root or "")
-    await session.append(conversation.entries)
+    session.append(conversation.entries)
     result = await session.compact()
 
     kept = {b.id for e in result.history for b in e.blocks if isinstance(b, ToolCallBlock)}
@@ -235,7 +235,7 @@ async def test_shell_pruning_follows_the_tools_shell_setting() -> None:
     conversation = mini_swe_agent.load(trajectory())
     session = Session("e2e", workspace_root=lambda: "/testbed")
     session.set_override("tools.shell", ["run_shell_command"])  # bash is no longer a shell
-    await session.append(conversation.entries)
+    session.append(conversation.entries)
     result = await session.compact()
     kept = {b.id for e in result.history for b in e.blocks if isinstance(b, ToolCallBlock)}
     assert kept == {"c1", "c2", "c3", "c4"}

@@ -110,7 +110,7 @@ async def test_a_session_holds_about_its_json_size_not_its_objects() -> None:
     text = json.dumps(_session_entries(200_000), ensure_ascii=False)
     size = len(text.encode("utf-8"))
     warm = Session("warm", workspace_root=lambda: "/w")  # modules and caches loaded
-    await warm.append(parse_entries(_session_entries(64)))
+    warm.append(parse_entries(_session_entries(64)))
     await warm.compact()
     session = Session("mem", workspace_root=lambda: "/w")
     gc.collect()
@@ -118,10 +118,10 @@ async def test_a_session_holds_about_its_json_size_not_its_objects() -> None:
     try:
         before = tracemalloc.get_traced_memory()[0]
         entries = parse_entries(json.loads(text))  # as a request brings them
-        await session.append(entries)
+        session.append(entries)
         del entries
         await session.compact()
-        session.read_times(frozenset({"read_file"}), "/w")
+        session.read_times()
         gc.collect()
         held = tracemalloc.get_traced_memory()[0] - before
     finally:

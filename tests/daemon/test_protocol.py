@@ -37,6 +37,8 @@ STATUS_KEYS = {
     "percent",
     "strategy",
     "savedTokens",
+    "pendingTokens",
+    "usage",
 }
 
 

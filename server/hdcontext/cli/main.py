@@ -110,7 +110,7 @@ async def run_compact(
     session = Session("cli", workspace_root=lambda: workspace_root, export_transcript=export)
     for key, value in overrides.items():
         session.set_override(key, value)
-    await session.append(entries)
+    session.append(entries)
     before_entries = session.history.curated_count
     before_tokens = session.history.total_tokens
     return await session.compact(), before_entries, before_tokens

@@ -1,39 +1,37 @@
 """One chat: the orchestration of ``history/compact`` (REQ-HD-002, REQ-HD-013).
 
-The session is the only place that mutates a history. It resolves settings, builds the
-density config, asks the strategy, and applies what comes back. Work on one session is
-serialized by its lock; a compaction either completes or leaves the session as it found it.
-Storage, JSON-RPC and the disk watcher live outside and talk to it through these methods.
+The session is the only place that mutates a history. It resolves settings, builds the density
+config, asks the density engine and the strategy, and applies what comes back. It holds no
+lock and no rollback of its own: the one caller that must keep a failed request from changing
+anything (the daemon's registry) serializes requests per session and wraps each in
+``snapshot``/``restore``. Storage, JSON-RPC and the disk watcher live outside and talk to it
+through these methods; nothing here does I/O (the summarizer and the transcript export are
+functions the edge hands in).
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from .compression.density_index import DensityIndex, reproduces
 from .compression.factory import get_strategy
-from .compression.prompts import load_compression_prompt
+from .compression.prompts import COMPRESSION_PROMPT
 from .compression.types import (
     CompressionContext,
     CompressionStrategy,
-    DensityConfig,
-    DensityMetadata,
-    FileWrite,
-    OptimizingStrategy,
-    Summarizer,
+    SummarizeRequest,
     Todo,
     can_optimize,
 )
 from .content import IContent, Metadata, dump_entries
-from .history import History
-from .read_log import ReadLog
-from .settings import Resolved, resolve, validate
-from .stored import Blob
+from .density.engine import DensityEngine
+from .density.types import DensityConfig, FileWrite
+from .history import History, HistorySnapshot, Prepared
+from .replies import CompressionReport, DensityCounts, DensityReport, SettingsReply, Status
+from .settings import Resolved, Settings, resolve, validate
+from .state import SessionState
+from .stored import Blob, Entries
 from .todos import latest_todo_write
 
 
@@ -41,69 +39,12 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-@dataclass(frozen=True)
-class Status:
-    """What a status bar shows (PROTOCOL.md "Status")."""
+SessionSummarizer = Callable[[SummarizeRequest, Settings], Awaitable[str]]
+"""Writes a summary for an LLM strategy, with the session's settings of the moment (which
+say which provider to ask)."""
 
-    session_id: str
-    version: int
-    entry_count: int
-    total_tokens: int
-    context_limit: int
-    threshold: float
-    strategy: str
-    saved_tokens: int
-
-    @property
-    def percent(self) -> float:
-        return 100.0 * self.total_tokens / self.context_limit
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "sessionId": self.session_id,
-            "version": self.version,
-            "entryCount": self.entry_count,
-            "totalTokens": self.total_tokens,
-            "contextLimit": self.context_limit,
-            "threshold": self.threshold,
-            "percent": self.percent,
-            "strategy": self.strategy,
-            "savedTokens": self.saved_tokens,
-        }
-
-
-@dataclass(frozen=True)
-class DensityReport:
-    removals: int
-    replacements: int
-    metadata: DensityMetadata
-    tokens_before: int
-    tokens_after: int
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "removals": self.removals,
-            "replacements": self.replacements,
-            "metadata": self.metadata.to_wire(),
-            "tokensBefore": self.tokens_before,
-            "tokensAfter": self.tokens_after,
-        }
-
-
-@dataclass(frozen=True)
-class CompressionReport:
-    strategy: str
-    tokens_before: int
-    tokens_after: int
-    transcript_path: str | None
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "strategy": self.strategy,
-            "tokensBefore": self.tokens_before,
-            "tokensAfter": self.tokens_after,
-            "transcriptPath": self.transcript_path,
-        }
+TranscriptExporter = Callable[[Sequence[Blob]], Awaitable[str | None]]
+"""Writes the whole transcript (each entry's stored JSON) where the agent can read it; its path."""
 
 
 @dataclass(frozen=True)
@@ -117,8 +58,8 @@ class Step:
 
 @dataclass(frozen=True)
 class CompactResult:
-    history: Sequence[IContent]
-    """The curated view (``stored.Entries``: parsed as read, joined as stored for a reply)."""
+    history: Entries
+    """The curated view (parsed as read, joined as stored for a reply)."""
     status: Status
     density: DensityReport | None
     compression: CompressionReport | None
@@ -126,12 +67,14 @@ class CompactResult:
     steps: tuple[Step, ...] = field(default=())
     """The passes that ran, in order (``optimize``, ``compress``, ``emergency-optimize``…)."""
 
-    def to_wire(
-        self, encode: Callable[[Sequence[IContent]], object] = dump_entries
-    ) -> dict[str, Any]:
-        """The reply of ``history/compact``; ``encode`` writes the history (dicts by default)."""
+    def to_wire(self) -> dict[str, object]:
+        """The whole reply of ``history/compact``, history as JSON values (the command line's
+        ``--json``; the daemon writes the history as stored instead)."""
+        return {"history": dump_entries(self.history), **self.wire_fields()}
+
+    def wire_fields(self) -> dict[str, object]:
+        """The reply of ``history/compact`` without its history (the edge adds it)."""
         return {
-            "history": encode(self.history),
             "status": self.status.to_wire(),
             "density": self.density.to_wire() if self.density else None,
             "compression": self.compression.to_wire() if self.compression else None,
@@ -139,8 +82,12 @@ class CompactResult:
         }
 
 
-TranscriptExporter = Callable[[Sequence[Blob]], Awaitable[str | None]]
-"""Writes the whole transcript (each entry's stored JSON) where the agent can read it; its path."""
+@dataclass(frozen=True)
+class SessionSnapshot:
+    """A session at one moment (``Session.snapshot``)."""
+
+    history: HistorySnapshot
+    state: SessionState
 
 
 class Session:
@@ -150,8 +97,8 @@ class Session:
         *,
         settings: Callable[[], Mapping[str, object]] = dict,
         workspace_root: Callable[[], str] = str,
-        summarizer: Summarizer | None = None,
-        prompt_dir: Path | None = None,
+        summarizer: SessionSummarizer | None = None,
+        prompt: str = COMPRESSION_PROMPT,
         export_transcript: TranscriptExporter | None = None,
         clock: Callable[[], int] = now_ms,
     ) -> None:
@@ -161,34 +108,35 @@ class Session:
         self.version = 0
         self.saved_tokens = 0
         self.dirty = False
-        self.lock = asyncio.Lock()
         self._settings = settings
         self._workspace_root = workspace_root
-        self.summarizer = summarizer
-        self._prompt_dir = prompt_dir
+        self._summarizer = summarizer
+        self._prompt = prompt
         self._export_transcript = export_transcript
         self._clock = clock
         self._writes: dict[str, int] = {}
         self._todos: list[Todo] = []
         self._todos_since = 0  # transcript length when the client last set todos
-        # What optimize and the disk settle learnt about the history, kept between turns so
-        # that a turn costs what it adds (both catch up through the history's journal).
-        self._density = DensityIndex()
-        self._read_log = ReadLog()
+        # What the density rules learnt about the history, kept between turns so that a turn
+        # costs what it adds (it catches up through the history's journal).
+        self._density = DensityEngine()
 
     # -- settings ------------------------------------------------------------------------
 
     def resolved(self) -> Resolved:
         return resolve(self.overrides, self._settings())
 
-    def set_override(self, key: str, value: object) -> Resolved:
-        """Validate and set (``None`` removes) one override; SettingError leaves all as it was."""
+    def set_override(self, key: str, value: object) -> SettingsReply:
+        """Validate and set (``None`` removes) one override; SettingError changes nothing."""
         stored = validate(key, value)
         if stored is None:
             self.overrides.pop(key, None)
         else:
             self.overrides[key] = stored
-        return self.resolved()
+        return self.settings_reply()
+
+    def settings_reply(self) -> SettingsReply:
+        return SettingsReply.model_validate(self.resolved().to_wire())
 
     # -- status --------------------------------------------------------------------------
 
@@ -199,15 +147,20 @@ class Session:
             version=self.version,
             entry_count=self.history.curated_count,
             total_tokens=self.history.total_tokens,
-            context_limit=r.context_limit,
+            context_limit=r.values.context_limit,
             threshold=r.threshold,
-            strategy=r.strategy,
+            strategy=r.values.strategy,
             saved_tokens=self.saved_tokens,
         )
 
     # -- content -------------------------------------------------------------------------
 
-    def stamp(self, entries: Sequence[IContent]) -> list[IContent]:
+    def prepare(self, entries: Sequence[IContent]) -> Prepared:
+        """Stamp, count and encode entries for ``append``. Changes nothing, so the slow part
+        of an append (counting) can run off the caller's loop."""
+        return self.history.prepare(self._stamp(entries))
+
+    def _stamp(self, entries: Sequence[IContent]) -> list[IContent]:
         """Give every entry a timestamp: it orders tool reads against writes seen on disk."""
         now = self._clock()
         out: list[IContent] = []
@@ -221,15 +174,14 @@ class Session:
             )
         return out
 
-    async def append(self, entries: Sequence[IContent]) -> list[IContent]:
-        """Append (all or nothing); returns the entries as stored (with timestamps)."""
-        stamped = self.stamp(entries)
-        if not stamped:
-            return stamped
-        await self.history.append(stamped)
+    def append(self, entries: Sequence[IContent] | Prepared) -> None:
+        """Append (all or nothing)."""
+        ready = entries if isinstance(entries, Prepared) else self.prepare(entries)
+        if not ready.blobs:
+            return
+        self.history.append(ready)
         self.version += 1
         self.dirty = True  # REQ-HD-002.6: new content, and only new content, sets it
-        return stamped
 
     def note_write(self, path: str, when: int | None = None) -> None:
         """A file written outside the history (disk, didSave). ``path`` is already resolved."""
@@ -240,9 +192,10 @@ class Session:
             # must look again even when no entry was added.
             self.dirty = True
 
-    def read_times(self, read_tools: frozenset[str], workspace_root: str) -> dict[str, int]:
-        """``watcher.read_times`` of the working history, from what changed since last time."""
-        return self._read_log.read_times(self.history, read_tools, workspace_root)
+    def read_times(self) -> dict[str, int]:
+        """Each file the working history read, with the earliest time a read took its content
+        (for the daemon to compare with modification times before a compaction)."""
+        return self._density.read_times(self.history, self.density_config(self.resolved()))
 
     @property
     def writes(self) -> dict[str, int]:
@@ -261,49 +214,42 @@ class Session:
             todos = latest[1]
         return [t for t in todos if t.active]
 
-    async def clear(self) -> None:
-        await self.history.clear()
+    def clear(self) -> None:
+        self.history.clear()
         self.version += 1
         self.dirty = False
 
     # -- compaction ----------------------------------------------------------------------
 
     def density_config(self, r: Resolved) -> DensityConfig:
-        writes = (
-            tuple(FileWrite(p, t) for p, t in self._writes.items())
-            if r.flag("watch.enabled")
-            else ()
-        )
+        v = r.values
+        writes = tuple(FileWrite(p, t) for p, t in self._writes.items()) if v.watch_enabled else ()
         return DensityConfig(
-            read_write_pruning=r.flag("compression.density.readWritePruning"),
-            file_dedupe=r.flag("compression.density.fileDedupe"),
-            recency_pruning=r.flag("compression.density.recencyPruning"),
-            recency_retention=r.number("compression.density.recencyRetention"),
+            read_write_pruning=v.read_write_pruning,
+            file_dedupe=v.file_dedupe,
+            recency_pruning=v.recency_pruning,
+            recency_retention=v.recency_retention,
             workspace_root=self._workspace_root(),
-            read_tools=r.names("tools.read"),
-            write_tools=r.names("tools.write"),
-            shell_tools=r.names("tools.shell"),
+            read_tools=frozenset(v.read_tools),
+            write_tools=frozenset(v.write_tools),
+            shell_tools=frozenset(v.shell_tools),
             external_writes=writes,
         )
 
-    async def _optimize(self, strategy: CompressionStrategy, r: Resolved) -> DensityReport:
-        assert can_optimize(strategy)
-        optimizing: OptimizingStrategy = strategy  # type: ignore[assignment]
+    def _optimize(self, r: Resolved) -> DensityReport:
+        """The continuous strategy's ``optimize`` (high-density's: the density engine, which
+        the session keeps across turns instead of folding it cold every time)."""
         before = self.history.total_tokens
-        config = self.density_config(r)
-        if reproduces(optimizing):
-            result = self._density.optimize(self.history, config)
-        else:
-            result = optimizing.optimize(list(self.history.raw), config)
+        result = self._density.optimize(self.history, self.density_config(r))
         if not result.is_empty:  # REQ-HD-002.4 / 002.5
-            await self.history.apply_density_result(result)
+            self.history.apply_density_result(result)
             self.version += 1
         after = self.history.total_tokens
         self.saved_tokens += before - after
         return DensityReport(
             removals=len(result.removals),
             replacements=len(result.replacements),
-            metadata=result.metadata,
+            metadata=DensityCounts.of(result.metadata),
             tokens_before=before,
             tokens_after=after,
         )
@@ -315,63 +261,72 @@ class Session:
         if llm and self._export_transcript is not None:
             transcript_path = await self._export_transcript(self.history.transcript_json)
         current = list(self.history.raw)  # parsed once, for the strategy to read
+        summarizer = self._summarizer
+        values = r.values
+
+        async def summarize(request: SummarizeRequest) -> str:
+            assert summarizer is not None
+            return await summarizer(request, values)
+
         context = CompressionContext(
             history=current,
             tokens=self.history.tokens,
-            context_limit=r.context_limit,
+            context_limit=values.context_limit,
             threshold=r.threshold,
-            preserve_threshold=r.preserve_threshold,
-            top_preserve_threshold=r.top_preserve_threshold,
-            prompt=load_compression_prompt(self._prompt_dir) if llm else "",
+            preserve_threshold=values.preserve_threshold,
+            top_preserve_threshold=values.top_preserve_threshold,
+            prompt=self._prompt if llm else "",
             active_todos=self.active_todos() if llm else (),
             transcript_path=transcript_path,
-            summarizer=self.summarizer,
+            summarizer=summarize if summarizer is not None else None,
         )
         result = await strategy.compress(context)
         if list(result.new_history) != current:
-            await self.history.replace_all(result.new_history, parsed=current)
+            self.history.replace_all(result.new_history, parsed=current)
             self.version += 1
         after = self.history.total_tokens
         self.saved_tokens += before - after
-        return CompressionReport(strategy.name, before, after, transcript_path)
+        return CompressionReport(
+            strategy=strategy.name,
+            tokens_before=before,
+            tokens_after=after,
+            transcript_path=transcript_path,
+        )
 
     async def compact(self, pending_tokens: int = 0) -> CompactResult:
-        """``history/compact``: the whole pass, applied completely or not at all."""
-        async with self.lock:
-            snapshot = self._snapshot()
-            try:
-                return await self._compact(max(0, pending_tokens))
-            except BaseException:
-                await self._restore(snapshot)
-                raise
+        """``history/compact``: optimize, then compress near the limit (REQ-HD-002).
 
-    async def _compact(self, pending: int) -> CompactResult:
+        A failure leaves the session part-way: callers that must answer "all or nothing"
+        take a ``snapshot`` first and ``restore`` it (the daemon's registry does).
+        """
+        pending = max(0, pending_tokens)
         r = self.resolved()
-        strategy = get_strategy(r.strategy)
+        limit = r.values.context_limit
+        strategy = get_strategy(r.values.strategy)
         steps: list[Step] = []
         density: DensityReport | None = None
         compression: CompressionReport | None = None
         optimizes = strategy.trigger.mode == "continuous" and can_optimize(strategy)
 
         if optimizes and self.dirty:  # REQ-HD-002.1-002.3
-            density = await self._optimize(strategy, r)
+            density = self._optimize(r)
             steps.append(Step("optimize", density.tokens_before, density.tokens_after))
         self.dirty = False  # REQ-HD-002.7
 
-        if self.history.total_tokens + pending >= r.threshold * r.context_limit:
+        if self.history.total_tokens + pending >= r.threshold * limit:
             compression = await self._compress(strategy, r)
             steps.append(Step("compress", compression.tokens_before, compression.tokens_after))
 
-        if self.history.total_tokens + pending > r.context_limit:  # REQ-HD-002.8
+        if self.history.total_tokens + pending > limit:  # REQ-HD-002.8
             if optimizes:
-                extra = await self._optimize(strategy, r)
+                extra = self._optimize(r)
                 density = _merge_density(density, extra)
                 steps.append(Step("emergency-optimize", extra.tokens_before, extra.tokens_after))
             again = await self._compress(strategy, r)
             compression = _merge_compression(compression, again)
             steps.append(Step("emergency-compress", again.tokens_before, again.tokens_after))
 
-        over = self.history.total_tokens + pending > r.context_limit
+        over = self.history.total_tokens + pending > limit
         return CompactResult(
             history=self.history.curated(),
             status=self.status(r),
@@ -381,12 +336,17 @@ class Session:
             steps=tuple(steps),
         )
 
-    def _snapshot(self) -> tuple[Any, ...]:
-        return (self.history.snapshot(), self.version, self.saved_tokens, self.dirty)
+    # -- all or nothing ------------------------------------------------------------------
 
-    async def _restore(self, snap: tuple[Any, ...]) -> None:
-        history, self.version, self.saved_tokens, self.dirty = snap
-        self.history.restore_snapshot(history)
+    def snapshot(self) -> SessionSnapshot:
+        """The session as it is now, for ``restore`` (cheap: the history's lists are taken
+        by reference and length)."""
+        return SessionSnapshot(self.history.snapshot(), self.export_state())
+
+    def restore(self, snap: SessionSnapshot) -> None:
+        """Put the session back as it was at ``snap`` (the one rollback path)."""
+        self.history.restore_snapshot(snap.history)
+        self.import_state(snap.state)
 
     # -- persistence (used only by the daemon's store) -----------------------------------
     # The store saves the history through ``raw_json``/``tokens``/``transcript_json`` and
@@ -415,19 +375,6 @@ class Session:
         self._writes = dict(state.writes)
 
 
-@dataclass(frozen=True)
-class SessionState:
-    """A session's state besides its history, as the daemon's store persists it."""
-
-    overrides: dict[str, object]
-    version: int
-    saved_tokens: int
-    dirty: bool
-    todos: tuple[Todo, ...]
-    todos_since: int
-    writes: dict[str, int]
-
-
 def _merge_density(first: DensityReport | None, second: DensityReport) -> DensityReport:
     if first is None:
         return second
@@ -435,10 +382,10 @@ def _merge_density(first: DensityReport | None, second: DensityReport) -> Densit
     return DensityReport(
         removals=first.removals + second.removals,
         replacements=first.replacements + second.replacements,
-        metadata=DensityMetadata(
-            a.read_write_pairs_pruned + b.read_write_pairs_pruned,
-            a.file_deduplications_pruned + b.file_deduplications_pruned,
-            a.recency_pruned + b.recency_pruned,
+        metadata=DensityCounts(
+            read_write_pairs_pruned=a.read_write_pairs_pruned + b.read_write_pairs_pruned,
+            file_deduplications_pruned=a.file_deduplications_pruned + b.file_deduplications_pruned,
+            recency_pruned=a.recency_pruned + b.recency_pruned,
         ),
         tokens_before=first.tokens_before,
         tokens_after=second.tokens_after,
@@ -451,8 +398,8 @@ def _merge_compression(
     if first is None:
         return second
     return CompressionReport(
-        second.strategy,
-        first.tokens_before,
-        second.tokens_after,
-        second.transcript_path or first.transcript_path,
+        strategy=second.strategy,
+        tokens_before=first.tokens_before,
+        tokens_after=second.tokens_after,
+        transcript_path=second.transcript_path or first.transcript_path,
     )

@@ -1,22 +1,53 @@
-"""The ``hdcontext`` settings (PROTOCOL.md "Settings"): specs, validation, resolution.
+"""The ``hdcontext`` settings (PROTOCOL.md "Settings"): one typed model, validation, resolution.
 
-Values arrive from three places and resolve in this order (REQ-HD-001.10, REQ-HD-009):
-a per-session override, the IDE settings, the default (for ``compression.threshold``, the
-active strategy's ``trigger.defaultThreshold``). Every resolved value carries its source so a
-user can see why a value is what it is. A value of the wrong type or range is refused with a
-message naming the key, the value and what was expected; the caller keeps the previous value.
+``Settings`` is the whole set of resolved values, typed: code reads ``values.context_limit``,
+never a string key, so a typo is a type error. Each field's wire key (its alias), default,
+range and the words a refusal uses live on the field, in one place.
+
+Values arrive from three places and resolve in this order (REQ-HD-001.10, REQ-HD-009): a
+per-session override, the IDE settings, the default (for ``compression.threshold``, the active
+strategy's default threshold). Every resolved value carries its source so a user can see why a
+value is what it is. A value of the wrong type or range is refused with a message naming the
+key, the value and what was expected; the caller keeps the previous value.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, get_args
 
-from .compression.factory import STRATEGY_NAMES, get_strategy
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictStr,
+    ValidationError,
+)
+from pydantic.config import JsonDict
+from pydantic.fields import FieldInfo
 
 Source: TypeAlias = Literal["override", "settings", "default"]
+
+StrategyName: TypeAlias = Literal["high-density", "middle-out", "top-down-truncation", "one-shot"]
+STRATEGY_NAMES: tuple[StrategyName, ...] = get_args(StrategyName)
+
+DEFAULT_THRESHOLDS: dict[StrategyName, float] = {
+    "high-density": 0.85,
+    "middle-out": 0.85,
+    "top-down-truncation": 0.85,
+    "one-shot": 0.85,
+}
+"""Each strategy's ``trigger.defaultThreshold`` (REQ-HD-001.1): what an unset
+``compression.threshold`` resolves to. The strategies declare their triggers from it."""
+
+Schedule: TypeAlias = Literal["cache-aware", "every-turn"]
+Pricing: TypeAlias = Literal["auto", "anthropic", "openai", "gemini", "none"]
+Provider: TypeAlias = Literal["client", "openai"]
 
 # REQ-HD-005.2/005.3 plus the names other agents give the same tools.
 DEFAULT_READ_TOOLS: tuple[str, ...] = (
@@ -50,10 +81,148 @@ DEFAULT_WRITE_TOOLS: tuple[str, ...] = (
     "write_to_file",
     "replace_in_file",
 )
-
-
 # Tools whose ``command`` runs in a shell: gemini-cli/llxprt, Claude Code, mini-swe-agent, Codex.
 DEFAULT_SHELL_TOOLS: tuple[str, ...] = ("bash", "Bash", "run_shell_command", "shell")
+
+
+# -- value types: what a JSON settings value may be, and what it becomes ----------------------
+
+
+def _number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("not a number")
+    if not math.isfinite(value):
+        raise ValueError("not a finite number")
+    return float(value)
+
+
+def _integer(value: object) -> int:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # editors write 200000 as 200000.0 at times
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("not an integer")
+    return value
+
+
+def _names(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError("not a list of names")
+    return tuple(value)
+
+
+Number = Annotated[float, BeforeValidator(_number)]
+Integer = Annotated[int, BeforeValidator(_integer)]
+Names = Annotated[tuple[str, ...], BeforeValidator(_names)]
+
+
+def _key(alias: str, default: object, expected: str, description: str = "", **bounds: Any) -> Any:
+    """A settings field: its wire key, default, bounds, and the words a refusal uses."""
+    extra: JsonDict = {"expected": expected}
+    return Field(default, alias=alias, description=description, json_schema_extra=extra, **bounds)
+
+
+class Settings(BaseModel):
+    """Every ``hdcontext`` setting, resolved. Built only by ``resolve``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    strategy: StrategyName = _key(
+        "compression.strategy",
+        "high-density",
+        "one of " + ", ".join(STRATEGY_NAMES),
+        "The one active strategy.",
+    )
+    threshold: Number | None = _key(
+        "compression.threshold",
+        None,
+        "a number in (0, 1]",
+        "Share of the context limit at which compress() runs; unset: the strategy's default.",
+        gt=0,
+        le=1,
+    )
+    preserve_threshold: Number = _key(
+        "compression.preserveThreshold",
+        0.3,
+        "a number in (0, 1)",
+        "Recent share of the history kept verbatim by compression.",
+        gt=0,
+        lt=1,
+    )
+    top_preserve_threshold: Number = _key(
+        "compression.topPreserveThreshold",
+        0.2,
+        "a number in (0, 1)",
+        "Share of the history's head that middle-out keeps verbatim.",
+        gt=0,
+        lt=1,
+    )
+    read_write_pruning: StrictBool = _key("compression.density.readWritePruning", True, "a boolean")
+    file_dedupe: StrictBool = _key("compression.density.fileDedupe", True, "a boolean")
+    recency_pruning: StrictBool = _key("compression.density.recencyPruning", False, "a boolean")
+    recency_retention: Integer = _key(
+        "compression.density.recencyRetention", 3, "an integer (below 1 counts as 1)"
+    )
+    schedule: Schedule = _key(
+        "compression.density.schedule",
+        "cache-aware",
+        "one of cache-aware, every-turn",
+        "When density edits apply: when they pay under prompt caching, or at every compact.",
+    )
+    keep_latest_view: StrictBool = _key(
+        "compression.density.keepLatestView",
+        True,
+        "a boolean",
+        "A read goes as stale only when a later full view of the file is in the history.",
+    )
+    context_limit: Integer = _key("contextLimit", 200_000, "a positive integer", gt=0)
+    read_tools: Names = _key("tools.read", DEFAULT_READ_TOOLS, "a list of tool names")
+    write_tools: Names = _key("tools.write", DEFAULT_WRITE_TOOLS, "a list of tool names")
+    shell_tools: Names = _key(
+        "tools.shell",
+        DEFAULT_SHELL_TOOLS,
+        "a list of tool names",
+        "Tools that run a shell command; their plain file reads and writes count.",
+    )
+    watch_enabled: StrictBool = _key("watch.enabled", True, "a boolean")
+    summarizer_provider: Provider = _key("summarizer.provider", "client", "one of client, openai")
+    summarizer_base_url: StrictStr | None = _key("summarizer.baseUrl", None, "a string")
+    summarizer_model: StrictStr | None = _key("summarizer.model", None, "a string")
+    summarizer_api_key_env: StrictStr | None = _key("summarizer.apiKeyEnv", None, "a string")
+    cache_pricing: Pricing = _key(
+        "cache.pricing",
+        "auto",
+        "one of auto, anthropic, openai, gemini, none",
+        "Whose prompt-cache prices to plan with; auto: from the session's model.",
+    )
+    cache_ttl_seconds: Integer | None = _key(
+        "cache.ttlSeconds",
+        None,
+        "a positive integer",
+        "How long the provider keeps a prompt cache; unset: from cache.pricing.",
+        gt=0,
+    )
+    cache_read_cost: Number | None = _key(
+        "cache.readCost",
+        None,
+        "a number >= 0",
+        "A cached input token, as a multiple of an uncached one; unset: from cache.pricing.",
+        ge=0,
+    )
+    cache_write_cost: Number | None = _key(
+        "cache.writeCost",
+        None,
+        "a number >= 0",
+        "A newly cached input token, as a multiple of an uncached one; unset: from pricing.",
+        ge=0,
+    )
+
+
+FIELDS: dict[str, tuple[str, FieldInfo]] = {
+    str(info.alias): (name, info) for name, info in Settings.model_fields.items()
+}
+"""Wire key -> (field name, field)."""
+
+KEYS: tuple[str, ...] = tuple(FIELDS)
 
 
 class SettingError(ValueError):
@@ -61,8 +230,7 @@ class SettingError(ValueError):
         self.key = key
         self.value = value
         self.expected = expected
-        shown = _show(value)
-        super().__init__(f"setting '{key}': {shown} is not valid, expected {expected}")
+        super().__init__(f"setting '{key}': {_show(value)} is not valid, expected {expected}")
 
 
 def _show(value: object) -> str:
@@ -73,146 +241,26 @@ def _show(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _is_number(v: object) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def _is_int(v: object) -> bool:
-    if isinstance(v, bool):
-        return False
-    return isinstance(v, int) or (isinstance(v, float) and v.is_integer())
-
-
-def _to_float(value: object) -> float:
-    assert isinstance(value, int | float), value
-    return float(value)
-
-
-def _to_int(value: object) -> int:
-    assert isinstance(value, int | float), value
-    return int(value)
-
-
-@dataclass(frozen=True)
-class Spec:
-    key: str
-    default: object
-    expected: str
-    check: Callable[[object], bool]
-    coerce: Callable[[Any], object] = lambda v: v
-    description: str = ""
-
-
-def _open_unit(v: object) -> bool:
-    return _is_number(v) and 0 < _to_float(v) < 1
-
-
-def _half_open_unit(v: object) -> bool:
-    return _is_number(v) and 0 < _to_float(v) <= 1
-
-
-def _str_list(v: object) -> bool:
-    return isinstance(v, list | tuple) and all(isinstance(x, str) and x for x in v)
-
-
-def _opt_str(v: object) -> bool:
-    return isinstance(v, str)
-
-
-SPECS: dict[str, Spec] = {
-    s.key: s
-    for s in (
-        Spec(
-            "compression.strategy",
-            "high-density",
-            "one of " + ", ".join(STRATEGY_NAMES),
-            lambda v: v in STRATEGY_NAMES,
-            description="The one active strategy.",
-        ),
-        Spec(
-            "compression.threshold",
-            None,
-            "a number in (0, 1]",
-            _half_open_unit,
-            float,
-            "Share of the context limit at which compress() runs; unset: the strategy's default.",
-        ),
-        Spec(
-            "compression.preserveThreshold",
-            0.3,
-            "a number in (0, 1)",
-            _open_unit,
-            float,
-            "Recent share of the history kept verbatim by compression.",
-        ),
-        Spec(
-            "compression.topPreserveThreshold",
-            0.2,
-            "a number in (0, 1)",
-            _open_unit,
-            float,
-            "Share of the history's head that middle-out keeps verbatim.",
-        ),
-        Spec(
-            "compression.density.readWritePruning",
-            True,
-            "a boolean",
-            lambda v: isinstance(v, bool),
-        ),
-        Spec("compression.density.fileDedupe", True, "a boolean", lambda v: isinstance(v, bool)),
-        Spec(
-            "compression.density.recencyPruning", False, "a boolean", lambda v: isinstance(v, bool)
-        ),
-        Spec(
-            "compression.density.recencyRetention",
-            3,
-            "an integer (below 1 counts as 1)",
-            _is_int,
-            int,
-        ),
-        Spec(
-            "contextLimit",
-            200_000,
-            "a positive integer",
-            lambda v: _is_int(v) and _to_int(v) > 0,
-            int,
-        ),
-        Spec("tools.read", list(DEFAULT_READ_TOOLS), "a list of tool names", _str_list, list),
-        Spec("tools.write", list(DEFAULT_WRITE_TOOLS), "a list of tool names", _str_list, list),
-        Spec(
-            "tools.shell",
-            list(DEFAULT_SHELL_TOOLS),
-            "a list of tool names",
-            _str_list,
-            list,
-            "Tools that run a shell command; their plain file reads and writes count.",
-        ),
-        Spec("watch.enabled", True, "a boolean", lambda v: isinstance(v, bool)),
-        Spec(
-            "summarizer.provider",
-            "client",
-            "one of client, openai",
-            lambda v: v in ("client", "openai"),
-        ),
-        Spec("summarizer.baseUrl", None, "a string", _opt_str),
-        Spec("summarizer.model", None, "a string", _opt_str),
-        Spec("summarizer.apiKeyEnv", None, "a string", _opt_str),
-    )
-}
-
-KEYS: tuple[str, ...] = tuple(SPECS)
+def _expected(info: FieldInfo) -> str:
+    extra = info.json_schema_extra
+    return str(extra["expected"]) if isinstance(extra, dict) else "a valid value"
 
 
 def validate(key: str, value: object) -> object:
-    """The value as stored, or SettingError. ``None`` means unset and is always valid."""
-    spec = SPECS.get(key)
-    if spec is None:
+    """The value as stored (JSON), or SettingError. ``None`` means unset and is always valid."""
+    found = FIELDS.get(key)
+    if found is None:
         raise SettingError(key, value, "a known hdcontext setting")
     if value is None:
         return None
-    if not spec.check(value):
-        raise SettingError(key, value, spec.expected)
-    return spec.coerce(value)
+    name, info = found
+    try:
+        checked = getattr(Settings.model_validate({key: value}), name)
+    except ValidationError:
+        raise SettingError(key, value, _expected(info)) from None
+    if checked is None:
+        raise SettingError(key, value, _expected(info))
+    return list(checked) if isinstance(checked, tuple) else checked
 
 
 def flatten(section: Mapping[str, Any]) -> dict[str, Any]:
@@ -225,7 +273,7 @@ def flatten(section: Mapping[str, Any]) -> dict[str, Any]:
     def walk(prefix: str, node: Mapping[str, Any]) -> None:
         for name, value in node.items():
             key = f"{prefix}.{name}" if prefix else str(name)
-            if key not in SPECS and isinstance(value, Mapping):
+            if key not in FIELDS and isinstance(value, Mapping):
                 walk(key, value)
             else:
                 out[key] = value
@@ -246,7 +294,7 @@ def merge_section(
     merged: dict[str, object] = {}
     errors: list[SettingError] = []
     for key, value in flatten(section).items():
-        if key not in SPECS:
+        if key not in FIELDS:
             continue
         try:
             stored = validate(key, value)
@@ -262,61 +310,33 @@ def merge_section(
 
 @dataclass(frozen=True)
 class Resolved:
-    """Every setting's effective value and where it came from."""
+    """Every setting's effective value (typed) and where it came from."""
 
-    values: dict[str, object]
-    sources: dict[str, Source]
-
-    @property
-    def strategy(self) -> str:
-        return str(self.values["compression.strategy"])
+    values: Settings
+    sources: Mapping[str, Source]
 
     @property
     def threshold(self) -> float:
-        return _to_float(self.values["compression.threshold"])
-
-    @property
-    def preserve_threshold(self) -> float:
-        return _to_float(self.values["compression.preserveThreshold"])
-
-    @property
-    def top_preserve_threshold(self) -> float:
-        return _to_float(self.values["compression.topPreserveThreshold"])
-
-    @property
-    def context_limit(self) -> int:
-        return _to_int(self.values["contextLimit"])
-
-    def flag(self, key: str) -> bool:
-        return bool(self.values[key])
-
-    def number(self, key: str) -> int:
-        return _to_int(self.values[key])
-
-    def names(self, key: str) -> frozenset[str]:
-        value = self.values[key]
-        assert isinstance(value, list)
-        return frozenset(str(v) for v in value)
-
-    def text(self, key: str) -> str | None:
-        value = self.values[key]
-        return None if value is None else str(value)
+        """``compression.threshold``, or the active strategy's default when unset."""
+        threshold = self.values.threshold
+        return DEFAULT_THRESHOLDS[self.values.strategy] if threshold is None else threshold
 
     def to_wire(self) -> dict[str, object]:
-        return {"values": dict(self.values), "sources": dict(self.sources)}
+        values = self.values.model_dump(mode="json", by_alias=True)
+        values["compression.threshold"] = self.threshold
+        return {"values": values, "sources": dict(self.sources)}
 
 
 def resolve(overrides: Mapping[str, object], settings: Mapping[str, object]) -> Resolved:
-    values: dict[str, object] = {}
+    """Override, else IDE setting, else default, key by key. Both mappings hold values as
+    ``validate`` stored them, so building the model cannot fail."""
+    chosen: dict[str, object] = {}
     sources: dict[str, Source] = {}
-    for key, spec in SPECS.items():
+    for key in KEYS:
         if overrides.get(key) is not None:
-            values[key], sources[key] = overrides[key], "override"
+            chosen[key], sources[key] = overrides[key], "override"
         elif settings.get(key) is not None:
-            values[key], sources[key] = settings[key], "settings"
+            chosen[key], sources[key] = settings[key], "settings"
         else:
-            values[key], sources[key] = spec.default, "default"
-    if values["compression.threshold"] is None:
-        strategy = get_strategy(str(values["compression.strategy"]))
-        values["compression.threshold"] = strategy.trigger.default_threshold
-    return Resolved(values, sources)
+            sources[key] = "default"
+    return Resolved(Settings.model_validate(chosen), sources)

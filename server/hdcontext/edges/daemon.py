@@ -19,14 +19,16 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from ..core.compression.types import CompressionError, Summarizer, SummarizerError
+from ..core.compression.types import CompressionError, SummarizerError
 from ..core.content import IContent, entries_json
-from ..core.session import Session, Status
-from ..core.settings import SPECS, SettingError, resolve
+from ..core.replies import Status
+from ..core.session import Session, SessionSummarizer
+from ..core.settings import FIELDS, SettingError, resolve
 from ..core.stored import Entries
 from . import memory
 from .ide_settings import IdeSettings
 from .json_text import JsonText
+from .prompt_file import load_compression_prompt
 from .sessions import Registry, UnknownSession
 from .store import Store
 from .watcher import DiskWatcher, writes_after_reads
@@ -73,7 +75,7 @@ class Client(Protocol):
 
     def warn(self, message: str) -> None: ...
 
-    def summarizer(self, session_id: str, session: Callable[[], Session]) -> Summarizer:
+    def summarizer(self, session_id: str) -> SessionSummarizer:
         """The summarizer a session's LLM strategies call (picks the provider per call)."""
         ...
 
@@ -88,23 +90,21 @@ class Daemon:
         self.registry = Registry(self.store, self._make_session, settings.current)
         self.watcher = DiskWatcher(self.registry.note_disk_write, on_error=client.warn)
         self._settings_pull: asyncio.Future[None] | None = None
+        self._prompt = load_compression_prompt(storage_dir)
         self._large: set[str] = set()  # sessions whose next compaction follows a large append
 
     async def start(self) -> None:
         await self.store.open()
 
     def _make_session(self, session_id: str) -> Session:
-        holder: list[Session] = []
-        session = Session(
+        return Session(
             session_id,
             settings=self.settings.current,
             workspace_root=self.workspace_root,
-            summarizer=self.client.summarizer(session_id, lambda: holder[0]),
-            prompt_dir=self.storage_dir,
+            summarizer=self.client.summarizer(session_id),
+            prompt=self._prompt,
             export_transcript=lambda entries: self.store.export_transcript(session_id, entries),
         )
-        holder.append(session)
-        return session
 
     def workspace_root(self) -> str:
         """The first workspace folder: what relative tool paths resolve against."""
@@ -136,9 +136,9 @@ class Daemon:
         await self.update_watcher()
 
     def watch_wanted(self) -> bool:
-        if resolve({}, self.settings.current()).flag("watch.enabled"):
+        if resolve({}, self.settings.current()).values.watch_enabled:
             return True
-        return any(s.resolved().flag("watch.enabled") for s in self.registry.loaded())
+        return any(s.resolved().values.watch_enabled for s in self.registry.loaded())
 
     async def update_watcher(self) -> None:
         await self.watcher.update(self.roots, self.watch_wanted())
@@ -199,7 +199,10 @@ class Daemon:
         async with self.registry.lock(p.session_id):
             session = await self.registry.get(p.session_id)
             before = session.version
-            await self.registry.commit(session, lambda: session.append(entries))
+            # Counting is the slow part of an append: off the loop, before the change.
+            prepared = await asyncio.to_thread(session.prepare, entries)
+
+            await self.registry.commit(session, lambda: session.append(prepared))
             if session.version != before:
                 self._notify(session)
             status = session.status().to_wire()
@@ -220,10 +223,10 @@ class Daemon:
             except SummarizerError as err:
                 raise summarizer_failed(str(err)) from None
             except CompressionError as err:
-                provider = session.resolved().text("summarizer.provider") or "client"
+                provider = session.resolved().values.summarizer_provider
                 raise summarizer_failed(f"summarizer '{provider}' failed: {err}") from None
             self._notify(session, result.status)
-            reply = result.to_wire(encode=history_json)
+            reply = {"history": history_json(result.history), **result.wire_fields()}
         if p.session_id in self._large:
             self._large.discard(p.session_id)
             memory.release()  # so does the first look at a large batch of entries
@@ -232,10 +235,9 @@ class Daemon:
     async def _settle_disk(self, session: Session) -> None:
         """Give the compaction every write that happened before it (see watcher.py)."""
         self.registry.take_disk_writes(session)
-        r = session.resolved()
-        if not r.flag("watch.enabled"):
+        if not session.resolved().values.watch_enabled:
             return
-        reads = session.read_times(r.names("tools.read"), self.workspace_root())
+        reads = session.read_times()
         for path, when in await writes_after_reads(reads):
             session.note_write(path, when)
 
@@ -257,13 +259,13 @@ class Daemon:
         async with self.registry.lock(p.session_id):
             session = await self.registry.get(p.session_id)
 
-            async def change() -> dict[str, object]:
+            def change() -> dict[str, object]:
                 return session.set_override(p.key, p.value).to_wire()
 
             try:
                 result = await self.registry.commit(session, change)
             except SettingError as err:
-                where = "value" if p.key in SPECS else "key"
+                where = "value" if p.key in FIELDS else "key"
                 raise invalid_params([f"{where}: {err}"]) from None
             self._notify(session)
         await self.update_watcher()
@@ -273,7 +275,7 @@ class Daemon:
         p = parse_params(SessionParams, raw)
         async with self.registry.lock(p.session_id):
             session = await self.registry.get(p.session_id)
-            return session.resolved().to_wire()
+            return session.settings_reply().to_wire()
 
     async def todos(self, raw: object) -> dict[str, Any]:
         p = parse_params(TodosParams, raw)
@@ -281,10 +283,7 @@ class Daemon:
         async with self.registry.lock(p.session_id):
             session = await self.registry.get(p.session_id)
 
-            async def change() -> None:
-                session.set_todos(todos)
-
-            await self.registry.commit(session, change)
+            await self.registry.commit(session, lambda: session.set_todos(todos))
             self._notify(session)
             return session.status().to_wire()
 
@@ -292,6 +291,7 @@ class Daemon:
         p = parse_params(SessionParams, raw)
         async with self.registry.lock(p.session_id):
             session = await self.registry.get(p.session_id)
+
             await self.registry.commit(session, session.clear)
             self._notify(session)
             return session.status().to_wire()

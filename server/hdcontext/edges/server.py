@@ -41,7 +41,6 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from ..core.content import validation_messages
-from ..core.session import Session
 from ..core.tools import resolve_path
 from . import memory
 from .daemon import SETTINGS_WAIT_S, Daemon
@@ -170,10 +169,8 @@ class PyglsClient:
             types.LogMessageParams(type=types.MessageType.Warning, message=message)
         )
 
-    def summarizer(self, session_id: str, session: Callable[[], Session]) -> SessionSummarizer:
-        return SessionSummarizer(
-            session_id, lambda: session().resolved(), lambda: self._ls.protocol
-        )
+    def summarizer(self, session_id: str) -> SessionSummarizer:
+        return SessionSummarizer(session_id, lambda: self._ls.protocol)
 
 
 # -- lifecycle ------------------------------------------------------------------------------------

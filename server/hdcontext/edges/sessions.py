@@ -8,8 +8,10 @@ put back exactly as it was, in memory and on disk alike. Once a change is being 
 to its end even if the request is cancelled, so memory and disk never disagree.
 
 Requests for one session are serialized by that session's lock here (first come, first
-served), which wraps the whole request: settle, compact, save, answer. Requests for different
-sessions interleave freely, so a slow summary for one never holds up another.
+served), which wraps the whole request: settle, compact, save, answer. It is the only lock a
+session has. Requests for different sessions interleave freely, so a slow summary for one never
+holds up another. And ``commit`` is the only place a failed change is undone
+(``Session.snapshot``/``restore``).
 
 File writes seen on disk wait in a per-session inbox until the session's next compaction takes
 them, under its lock, so a compaction's view of the disk never changes halfway through.
@@ -18,13 +20,15 @@ them, under its lock, so a compaction's view of the disk never changes halfway t
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import Any, TypeVar, overload
 
-from ..core.history import History, HistorySnapshot
+from ..core.history import History
 from ..core.journal import Change
-from ..core.session import Session, SessionState, Status
+from ..core.replies import Status
+from ..core.session import Session
 from ..core.settings import resolve
 from ..core.stored import Blob
 from . import memory
@@ -45,12 +49,6 @@ class _Saved:
 
     transcript_len: int
     revision: int  # of the history's journal at the last save (journal.py)
-
-
-@dataclass(frozen=True)
-class _Snapshot:
-    history: HistorySnapshot
-    state: SessionState
 
 
 async def to_completion(work: Awaitable[T]) -> T:
@@ -115,7 +113,7 @@ class Registry:
             return session
         if overrides or model:
 
-            async def change() -> None:
+            def change() -> None:
                 for key, value in overrides.items():
                     session.set_override(key, value)
 
@@ -182,9 +180,9 @@ class Registry:
                     version=summary.state.version,
                     entry_count=summary.entry_count,
                     total_tokens=summary.total_tokens,
-                    context_limit=r.context_limit,
+                    context_limit=r.values.context_limit,
                     threshold=r.threshold,
-                    strategy=r.strategy,
+                    strategy=r.values.strategy,
                     saved_tokens=summary.state.saved_tokens,
                 )
             )
@@ -192,6 +190,7 @@ class Registry:
 
     # -- changes ------------------------------------------------------------------------------
 
+    @overload
     async def commit(
         self,
         session: Session,
@@ -199,29 +198,54 @@ class Registry:
         *,
         cancellable: bool = False,
         model: str | None = None,
-    ) -> T:
-        """Apply ``change`` and save the session, all or nothing.
+    ) -> T: ...
+
+    @overload
+    async def commit(
+        self,
+        session: Session,
+        change: Callable[[], T],
+        *,
+        cancellable: bool = False,
+        model: str | None = None,
+    ) -> T: ...
+
+    async def commit(
+        self,
+        session: Session,
+        change: Callable[[], Any],
+        *,
+        cancellable: bool = False,
+        model: str | None = None,
+    ) -> Any:
+        """Apply ``change`` (a plain or an async function) and save the session, all or
+        nothing: the one place where a failed change is undone.
 
         With ``cancellable``, a cancellation while ``change`` runs (a compaction waiting for
         its summary) undoes it; once saving has begun, it completes regardless.
         """
-        snapshot = _snapshot(session)
-        result: T | None = None
+        snapshot = session.snapshot()
+
+        async def apply() -> Any:
+            value = change()
+            return await value if inspect.isawaitable(value) else value
+
+        result: Any = None
         if cancellable:
             try:
-                result = await change()
+                result = await apply()
             except BaseException:
-                _restore(session, snapshot)
+                session.restore(snapshot)
                 raise
 
-        async def finish() -> T:
+        async def finish() -> Any:
             try:
-                value = result if cancellable else await change()
+                value = result if cancellable else await apply()
                 await self._save(session, model)
             except BaseException:
-                _restore(session, snapshot)
+                session.restore(snapshot)
                 raise
-            return cast(T, value)
+            return value
 
         return await to_completion(finish())
 
@@ -302,12 +326,3 @@ def _changed_rows(
             entry = history.raw_json[index]
             rows.append(_row(key, entry, history.tokens[index], seq_of.get(id(entry))))
     return WorkingChange(deleted=deleted, rows=rows)
-
-
-def _snapshot(session: Session) -> _Snapshot:
-    return _Snapshot(session.history.snapshot(), session.export_state())
-
-
-def _restore(session: Session, snap: _Snapshot) -> None:
-    session.history.restore_snapshot(snap.history)
-    session.import_state(snap.state)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import os
 import re
 import sqlite3
@@ -35,10 +34,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from ..core.compression.types import Todo
-from ..core.session import SessionState
+from ..core.state import SessionState
 from ..core.stored import Blob
 
 T = TypeVar("T")
@@ -84,55 +82,6 @@ class StoreError(RuntimeError):
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-# -- state as JSON --------------------------------------------------------------------------
-
-
-def _todo_to_json(todo: Todo) -> dict[str, Any]:
-    return {
-        "id": todo.id,
-        "content": todo.content,
-        "status": todo.status,
-        "subtasks": [_todo_to_json(t) for t in todo.subtasks],
-    }
-
-
-def _todo_from_json(raw: dict[str, Any]) -> Todo:
-    return Todo(
-        id=str(raw["id"]),
-        content=str(raw["content"]),
-        status=str(raw["status"]),
-        subtasks=tuple(_todo_from_json(t) for t in raw.get("subtasks", [])),
-    )
-
-
-def state_to_json(state: SessionState) -> str:
-    return json.dumps(
-        {
-            "overrides": state.overrides,
-            "version": state.version,
-            "savedTokens": state.saved_tokens,
-            "dirty": state.dirty,
-            "todos": [_todo_to_json(t) for t in state.todos],
-            "todosSince": state.todos_since,
-            "writes": state.writes,
-        },
-        ensure_ascii=False,
-    )
-
-
-def state_from_json(text: str) -> SessionState:
-    raw = json.loads(text)
-    return SessionState(
-        overrides=dict(raw["overrides"]),
-        version=int(raw["version"]),
-        saved_tokens=int(raw["savedTokens"]),
-        dirty=bool(raw["dirty"]),
-        todos=tuple(_todo_from_json(t) for t in raw["todos"]),
-        todos_since=int(raw["todosSince"]),
-        writes={str(k): int(v) for k, v in raw["writes"].items()},
-    )
 
 
 def _text(blob: Blob) -> str:
@@ -278,7 +227,7 @@ class Store:
                 db.execute(
                     "INSERT INTO sessions (id, created, updated, model, state, entry_count,"
                     " total_tokens) VALUES (?, ?, ?, ?, ?, 0, 0)",
-                    (session_id, now, now, model, state_to_json(state)),
+                    (session_id, now, now, model, state.to_json()),
                 )
 
         await self._run(run)
@@ -323,7 +272,7 @@ class Store:
                     " model=COALESCE(?, model) WHERE id=?",
                     (
                         now_ms(),
-                        state_to_json(op.state),
+                        op.state.to_json(),
                         op.entry_count,
                         op.total_tokens,
                         op.model,
@@ -361,7 +310,7 @@ class Store:
                 keys.append(int(pos))
             return Loaded(
                 session_id=session_id,
-                state=state_from_json(row[0]),
+                state=SessionState.from_json(row[0]),
                 transcript=transcript,
                 raw=raw,
                 counts=counts,
@@ -379,7 +328,7 @@ class Store:
             return [
                 Summary(
                     session_id=sid,
-                    state=state_from_json(state),
+                    state=SessionState.from_json(state),
                     entry_count=int(count),
                     total_tokens=int(tokens),
                     updated=int(updated),

@@ -30,7 +30,7 @@ from pygls.protocol import JsonRPCProtocol
 
 from ..core.compression.types import SummarizeRequest, SummarizerError
 from ..core.content import IContent, dump_entries
-from ..core.settings import Resolved
+from ..core.settings import Settings
 from ..core.tokens import block_text
 from .wire import SummarizeAnswer
 
@@ -117,9 +117,9 @@ def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> byt
         return data
 
 
-async def ask_openai(resolved: Resolved, request: SummarizeRequest, timeout: float) -> str:
-    base = resolved.text("summarizer.baseUrl")
-    model = resolved.text("summarizer.model")
+async def ask_openai(settings: Settings, request: SummarizeRequest, timeout: float) -> str:
+    base = settings.summarizer_base_url
+    model = settings.summarizer_model
     if not base:
         raise SummarizerError("openai", "summarizer.baseUrl is not set")
     if not model:
@@ -127,7 +127,7 @@ async def ask_openai(resolved: Resolved, request: SummarizeRequest, timeout: flo
     if not base.startswith(("http://", "https://")):
         raise SummarizerError("openai", f"summarizer.baseUrl {base!r} is not an http(s) URL")
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    key_env = resolved.text("summarizer.apiKeyEnv")
+    key_env = settings.summarizer_api_key_env
     if key_env:
         key = os.environ.get(key_env)
         if not key:
@@ -180,27 +180,24 @@ def _completion_text(url: str, data: bytes) -> str:
 
 
 class SessionSummarizer:
-    """The ``Summarizer`` a session holds: picks the provider from its settings at call time,
-    so a setting changed between two compactions takes effect at the next one."""
+    """A session's summarizer (``core.session.SessionSummarizer``): picks the provider from
+    the settings the compaction runs with, so a setting changed between two compactions takes
+    effect at the next one."""
 
     def __init__(
         self,
         session_id: str,
-        resolved: Callable[[], Resolved],
         protocol: Callable[[], JsonRPCProtocol],
         timeout: Callable[[], float] = timeout_seconds,
     ) -> None:
         self._session_id = session_id
-        self._resolved = resolved
         self._protocol = protocol
         self._timeout = timeout
 
-    def __call__(self, request: SummarizeRequest) -> Awaitable[str]:
-        return self._summarize(request)
+    def __call__(self, request: SummarizeRequest, settings: Settings) -> Awaitable[str]:
+        return self._summarize(request, settings)
 
-    async def _summarize(self, request: SummarizeRequest) -> str:
-        resolved = self._resolved()
-        provider = resolved.text("summarizer.provider") or "client"
-        if provider == "openai":
-            return await ask_openai(resolved, request, self._timeout())
+    async def _summarize(self, request: SummarizeRequest, settings: Settings) -> str:
+        if settings.summarizer_provider == "openai":
+            return await ask_openai(settings, request, self._timeout())
         return await ask_client(self._protocol(), self._session_id, request, self._timeout())

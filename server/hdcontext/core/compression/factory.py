@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..settings import STRATEGY_NAMES
 from .types import CompressionStrategy
 
-STRATEGY_NAMES: tuple[str, ...] = ("high-density", "middle-out", "top-down-truncation", "one-shot")
+__all__ = ["STRATEGY_NAMES", "get_strategy"]
 
 
 def _builders() -> dict[str, Callable[[], CompressionStrategy]]:

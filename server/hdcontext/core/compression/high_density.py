@@ -9,23 +9,14 @@ line each until the history fits the target.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
 
 from ..content import Block, IContent, ToolCallBlock, ToolResponseBlock
+from ..density.optimize import optimize
+from ..density.types import DensityConfig, DensityResult
+from ..settings import DEFAULT_THRESHOLDS
 from ..tokens import count_entry
-from .edits import EditedHistory
-from .file_dedup import dedupe_file_inclusions
-from .read_write import prune_stale_reads
-from .recency import prune_old_results
 from .tool_summary import summarize_response
-from .types import (
-    CompressionContext,
-    CompressionResult,
-    DensityConfig,
-    DensityMetadata,
-    DensityResult,
-    StrategyTrigger,
-)
+from .types import CompressionContext, CompressionResult, StrategyTrigger
 
 
 class HighDensityStrategy:
@@ -41,31 +32,11 @@ class HighDensityStrategy:
 
     @property
     def trigger(self) -> StrategyTrigger:
-        return StrategyTrigger("continuous", 0.85)
+        return StrategyTrigger("continuous", DEFAULT_THRESHOLDS["high-density"])
 
     def optimize(self, history: Sequence[IContent], config: DensityConfig) -> DensityResult:
-        """The enabled passes in order, each on the history the previous ones left.
-
-        Order matters: stale reads go first, so recency pruning does not spend a tool's
-        retention window on reads that are gone anyway.
-        """
-        state = EditedHistory.of(history)
-        pruned = deduped = recent = 0
-        if config.read_write_pruning:
-            state, pruned = state.run(partial(prune_stale_reads, config=config))
-        if config.file_dedupe:
-            state, deduped = state.run(
-                partial(dedupe_file_inclusions, workspace_root=config.workspace_root)
-            )
-        if config.recency_pruning:
-            state, recent = state.run(partial(prune_old_results, retention=config.retention))
-        return state.result(
-            DensityMetadata(
-                read_write_pairs_pruned=pruned,
-                file_deduplications_pruned=deduped,
-                recency_pruned=recent,
-            )
-        )
+        """The enabled density rules, folded over the history (``density/optimize.py``)."""
+        return optimize(history, config)
 
     async def compress(self, context: CompressionContext) -> CompressionResult:
         """Summarize tool output outside the recent tail, oldest first, until it fits.

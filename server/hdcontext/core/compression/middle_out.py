@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 
 from ..content import IContent
+from ..settings import DEFAULT_THRESHOLDS
 from . import llm_request
 from .pairs import cut_at_or_after, cut_at_or_before, valid_cuts
 from .types import CompressionContext, CompressionResult, StrategyTrigger
@@ -26,7 +27,7 @@ SHORT_REQUEST_TOKENS = 500
 class MiddleOutStrategy:
     name = "middle-out"
     requires_llm = True
-    trigger = StrategyTrigger(mode="threshold", default_threshold=0.85)
+    trigger = StrategyTrigger(mode="threshold", default_threshold=DEFAULT_THRESHOLDS["middle-out"])
 
     async def compress(self, context: CompressionContext) -> CompressionResult:
         history = context.history

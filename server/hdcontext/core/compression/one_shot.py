@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from ..content import text_entry
+from ..settings import DEFAULT_THRESHOLDS
 from . import llm_request
 from .pairs import cut_at_or_before, valid_cuts
 from .types import CompressionContext, CompressionResult, StrategyTrigger
@@ -23,7 +24,7 @@ ACKNOWLEDGMENT = "Got it. Thanks for the additional context!"
 class OneShotStrategy:
     name = "one-shot"
     requires_llm = True
-    trigger = StrategyTrigger(mode="threshold", default_threshold=0.85)
+    trigger = StrategyTrigger(mode="threshold", default_threshold=DEFAULT_THRESHOLDS["one-shot"])
 
     async def compress(self, context: CompressionContext) -> CompressionResult:
         history = context.history

@@ -6,14 +6,11 @@ both cases the agent keeps some messages verbatim next to the snapshot. The sect
 guidance, not a form to fill: a session without errors should not invent errors.
 
 ``compression.md`` next to this module holds the same text; it is the copy a user starts from
-when they put their own ``compression.md`` into a prompt directory.
+when they put their own ``compression.md`` into the daemon's storage folder, where the daemon
+reads it once when it starts (``edges/prompt_file.py``).
 """
 
 from __future__ import annotations
-
-from pathlib import Path
-
-PROMPT_FILE_NAME = "compression.md"
 
 COMPRESSION_PROMPT = """\
 You are the component that condenses an AI agent's chat history into a structured state \
@@ -95,19 +92,3 @@ The structure is as follows:
              - config: DATABASE_URL = "postgresql://localhost:5432/app" -->
     </code_references>
 </state_snapshot>"""
-
-
-def load_compression_prompt(user_prompt_dir: Path | None) -> str:
-    """The user's ``compression.md`` when there is a usable one, else the built-in prompt.
-
-    A file that is missing, unreadable, not UTF-8 or blank falls back quietly: a broken
-    override must not stop compression, and the built-in prompt is always a working answer.
-    This is the only function of the core that reads a file; the session calls it at the edge.
-    """
-    if user_prompt_dir is None:
-        return COMPRESSION_PROMPT
-    try:
-        text = (user_prompt_dir / PROMPT_FILE_NAME).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return COMPRESSION_PROMPT
-    return text if text.strip() else COMPRESSION_PROMPT

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import accumulate
 
+from ..settings import DEFAULT_THRESHOLDS
 from .pairs import cut_at_or_after, cut_at_or_before, valid_cuts
 from .types import CompressionContext, CompressionResult, StrategyTrigger
 
@@ -20,7 +21,9 @@ MIN_KEEP = 2
 class TopDownTruncationStrategy:
     name = "top-down-truncation"
     requires_llm = False
-    trigger = StrategyTrigger(mode="threshold", default_threshold=0.85)
+    trigger = StrategyTrigger(
+        mode="threshold", default_threshold=DEFAULT_THRESHOLDS["top-down-truncation"]
+    )
 
     async def compress(self, context: CompressionContext) -> CompressionResult:
         history = context.history

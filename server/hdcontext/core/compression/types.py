@@ -9,11 +9,12 @@ in its arguments, so tests drive them with plain lists.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias
 
 from ..content import IContent
+from ..density.types import DensityConfig, DensityResult
 
 TriggerMode: TypeAlias = Literal["threshold", "continuous"]
 
@@ -24,68 +25,6 @@ class StrategyTrigger:
 
     mode: TriggerMode
     default_threshold: float
-
-
-@dataclass(frozen=True)
-class FileWrite:
-    """A write seen outside the history (on disk, or the editor's didSave).
-
-    ``path`` is resolved the way tool paths are (absolute, normalized); ``time`` is in ms
-    since the epoch, the clock of ``metadata.timestamp``.
-    """
-
-    path: str
-    time: int
-
-
-@dataclass(frozen=True)
-class DensityConfig:
-    """REQ-HD-001.9, plus the tool lists and the disk-write ledger the daemon adds."""
-
-    read_write_pruning: bool = True
-    file_dedupe: bool = True
-    recency_pruning: bool = False
-    recency_retention: int = 3
-    workspace_root: str = ""
-    read_tools: frozenset[str] = frozenset()
-    write_tools: frozenset[str] = frozenset()
-    shell_tools: frozenset[str] = frozenset()
-    """Tools that run a shell command: their plain reads and writes count (``shell.py``)."""
-    external_writes: Sequence[FileWrite] = ()
-
-    @property
-    def retention(self) -> int:
-        """REQ-HD-013.6: below 1 counts as 1."""
-        return max(1, self.recency_retention)
-
-
-@dataclass(frozen=True)
-class DensityMetadata:
-    """REQ-HD-001.8 / REQ-HD-013.7: entries each pass marked for removal or replacement."""
-
-    read_write_pairs_pruned: int = 0
-    file_deduplications_pruned: int = 0
-    recency_pruned: int = 0
-
-    def to_wire(self) -> dict[str, int]:
-        return {
-            "readWritePairsPruned": self.read_write_pairs_pruned,
-            "fileDeduplicationsPruned": self.file_deduplications_pruned,
-            "recencyPruned": self.recency_pruned,
-        }
-
-
-@dataclass(frozen=True)
-class DensityResult:
-    """REQ-HD-001.5: edits to the raw history, by index into it."""
-
-    removals: tuple[int, ...] = ()
-    replacements: Mapping[int, IContent] = field(default_factory=dict)
-    metadata: DensityMetadata = field(default_factory=DensityMetadata)
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.removals and not self.replacements
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,16 @@
-"""READ → WRITE pruning (``read_write.py``) kept up to date across turns.
+"""READ → WRITE pruning (REQ-HD-005): a read whose files were all written later goes, call and
+responses together, and nothing else (REQ-HD-005.8). The rules are ``file_rules.py``'s.
 
-``prune_stale_reads`` looks at the whole history: every call, every response, every shell
-command, every write. After a turn, almost all of that is what it was. This index keeps it:
-calls and responses by id, the shell walk (``shell_runs.py``), what each call with a unique id
-wrote and read, the latest write of each file, the readers of each file, the disk ledger. A
-change of entries marks the ids it touches; settling redoes those ids' facts, the latest write
-of the files they wrote, and the staleness of the reads of those files (and of the files the
-ledger moved on). The prunable reads are kept as a set, so what a turn costs is what it
-touched. The rules are ``read_write``'s own functions; the property tests hold the two equal.
+The whole history matters to the answer (every call, response, shell command and write), but
+after a turn almost all of it is what it was. So the pass keeps: calls and responses by id,
+the shell walk (``shell_runs.py``), what each call with a unique id wrote and read, the latest
+write of each file, the readers of each file, and the disk ledger. A change of entries marks
+the ids it touches; settling redoes those ids' facts, the latest write of the files they wrote,
+and the staleness of the reads of those files (and of the files the ledger moved on). The
+prunable reads are kept as a set, so what a turn costs is what it touched.
 
-Positions are ``(entry key, block index)`` (``journal.py``).
+The pass keeps no tool output and no written content: calls as their name and path
+parameters, responses as their outcome.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from typing import TypeVar
 from ..content import IContent, ToolCallBlock, ToolResponseBlock
 from ..shell import command_of, cwd_of
 from ..tools import extract_path, path_parameters, resolve_path
-from .read_write import (
+from .edits import Edit, Position, Rule, drop
+from .file_rules import (
     Outcome,
     ShellRun,
     answered_without_error,
@@ -33,7 +35,8 @@ from .read_write import (
     shell_succeeded,
     written_after,
 )
-from .shell_runs import Position, ShellRuns
+from .passes import PassContext
+from .shell_runs import ShellRuns
 from .types import DensityConfig
 
 _first = itemgetter(0)
@@ -42,9 +45,8 @@ M = TypeVar("M", str, Position)
 
 @dataclass(frozen=True, slots=True)
 class _KeptCall:
-    """A tool call as the rules read it (``read_write.ToolUse``): its name, and of its
-    parameters only those that name files (``tools.path_parameters``), for the tools that
-    read or write files. The index keeps no written content alive."""
+    """A tool call as the rules read it (``file_rules.ToolUse``): its name, and of its
+    parameters only those that name files, for the tools that read or write files."""
 
     name: str
     parameters: object
@@ -58,6 +60,7 @@ class _Facts:
     """What a call with a unique id did: files written (if it succeeded) and read."""
 
     position: Position
+    name: str
     writes: tuple[str, ...]
     reads: tuple[str, ...]
     only_reads: bool
@@ -65,11 +68,23 @@ class _Facts:
     is_read: bool
 
 
-class StaleReadIndex:
+@dataclass(frozen=True)
+class StaleRead:
+    """A read some of whose files were written after it (for reports)."""
+
+    call_id: str
+    tool_name: str
+    paths: tuple[str, ...]
+    stale: tuple[str, ...]
+    prunable: bool
+    """Every file is stale and the call did nothing but read: the pass removes it."""
+
+
+class StaleReadPass:
+    rule: Rule = "readWrite"
+
     def __init__(self, config: DensityConfig) -> None:
         self._config = config
-        # Calls as ``_KeptCall``, responses as their outcome: the index keeps no tool's output
-        # or written content alive.
         self._calls: dict[str, list[tuple[Position, _KeptCall]]] = {}
         self._responses: dict[str, list[tuple[Position, Outcome]]] = {}
         self._shell = ShellRuns(config.workspace_root)
@@ -77,7 +92,7 @@ class StaleReadIndex:
         self._writers: dict[str, set[Position]] = {}  # file -> positions of writes to it
         self._last_write: dict[str, Position] = {}
         self._readers: dict[str, set[str]] = {}  # file -> ids of reads of it
-        self._ledger: dict[str, int] = {}
+        self._ledger: Mapping[str, int] = {}
         self._prunable: set[str] = set()
         self._dirty_ids: set[str] = set()
         self._recheck: set[str] = set()
@@ -89,8 +104,9 @@ class StaleReadIndex:
         for j, block in enumerate(entry.blocks):
             if isinstance(block, ToolCallBlock):
                 position = (key, j)
-                call = (position, self._call(block))
-                insort(self._calls.setdefault(block.id, []), call, key=_first)
+                insort(
+                    self._calls.setdefault(block.id, []), (position, self._kept(block)), key=_first
+                )
                 self._dirty_ids.add(block.id)
                 if block.name in config.shell_tools:
                     command = command_of(block.parameters)
@@ -103,11 +119,10 @@ class StaleReadIndex:
                 self._dirty_ids.add(block.call_id)
                 self._shell.touch(block.call_id)
 
-    def _call(self, block: ToolCallBlock) -> _KeptCall:
+    def _kept(self, block: ToolCallBlock) -> _KeptCall:
         config = self._config
         on_files = block.name in config.read_tools or block.name in config.write_tools
-        parameters = path_parameters(block.parameters) if on_files else None
-        return _KeptCall(block.name, parameters)
+        return _KeptCall(block.name, path_parameters(block.parameters) if on_files else None)
 
     def remove(self, key: int, entry: IContent) -> None:
         config = self._config
@@ -122,8 +137,7 @@ class StaleReadIndex:
                 self._dirty_ids.add(block.call_id)
                 self._shell.touch(block.call_id)
 
-    def set_ledger(self, ledger: Mapping[str, int]) -> None:
-        """The writes seen outside the history (``read_write.ledger_of``)."""
+    def _set_ledger(self, ledger: Mapping[str, int]) -> None:
         if ledger == self._ledger:
             return
         for path in self._ledger.keys() | ledger.keys():
@@ -133,21 +147,20 @@ class StaleReadIndex:
 
     # -- what to prune --------------------------------------------------------------------
 
-    def drops(self, stamp_of: Callable[[int], int | None]) -> dict[int, set[int]]:
-        """Entry key -> block indices to drop: every prunable read, call and responses.
-
-        ``stamp_of(key)``: the timestamp of the entry with that key (a read's time).
-        """
-        self._settle(stamp_of)
-        out: dict[int, set[int]] = {}
+    def propose(self, context: PassContext) -> list[Edit]:
+        """One edit per prunable read: its call and every response to it."""
+        self.settle(context)
+        edits: list[Edit] = []
         for call_id in self._prunable:
-            key, j = self._facts[call_id].position
-            out.setdefault(key, set()).add(j)
-            for (key, j), _ in self._responses.get(call_id, ()):
-                out.setdefault(key, set()).add(j)
-        return out
+            positions = [self._facts[call_id].position]
+            positions.extend(p for p, _ in self._responses.get(call_id, ()))
+            edits.append(drop(self.rule, positions))
+        return edits
 
-    def _settle(self, stamp_of: Callable[[int], int | None]) -> None:
+    def settle(self, context: PassContext) -> None:
+        """Bring the facts up to date with the entries and the ledger given so far."""
+        self._set_ledger(context.ledger)
+        stamp_of = context.stamp_of
         changed = self._shell.update(self._shell_succeeded)
         ids = self._dirty_ids | changed
         self._dirty_ids = set()
@@ -189,22 +202,51 @@ class StaleReadIndex:
             else:
                 self._prunable.discard(call_id)
 
+    def read_times(self) -> dict[str, int]:
+        """Each file read (resolved), with the earliest time a read took its content: what
+        the daemon compares with the files' modification times before a compaction, so a
+        write made while no event could arrive is not missed. Call after ``settle``."""
+        earliest: dict[str, int] = {}
+        for path, readers in self._readers.items():
+            times = [t for call_id in readers if (t := self._facts[call_id].read_time) is not None]
+            if times:
+                earliest[path] = min(times)
+        return earliest
+
+    def report(self) -> list[StaleRead]:
+        """Every read with at least one file written after it, in call order, and whether the
+        pass prunes it (the rest is for reports: a read partly stale, a shell command that
+        did more than read). Call after ``settle``."""
+        out: list[StaleRead] = []
+        for call_id, facts in sorted(self._facts.items(), key=lambda item: item[1].position):
+            if not facts.is_read:
+                continue
+            stale = tuple(p for p in facts.reads if self._written_after(p, facts))
+            if stale:
+                out.append(
+                    StaleRead(call_id, facts.name, facts.reads, stale, call_id in self._prunable)
+                )
+        return out
+
     def _answers(self, call_id: str, position: Position) -> list[tuple[Position, Outcome]]:
+        """The responses that came after the call (one before it answers nothing)."""
         responses = self._responses.get(call_id, [])
-        return responses[bisect_left(responses, position, key=_first) :]
+        return [
+            r for r in responses[bisect_left(responses, position, key=_first) :] if r[0] > position
+        ]
 
     def _shell_succeeded(self, call_id: str, position: Position) -> bool:
-        return shell_succeeded([r for p, r in self._answers(call_id, position) if p > position])
+        return shell_succeeded([r for _, r in self._answers(call_id, position)])
 
     def _facts_of(self, call_id: str, stamp_of: Callable[[int], int | None]) -> _Facts | None:
-        """``read_write``'s view of the call with this id, if exactly one call has it and
-        it read or wrote a file (the rest need not be kept)."""
+        """The rules' view of the call with this id, if exactly one call has it and it read
+        or wrote a file (the rest need not be kept)."""
         calls = self._calls.get(call_id)
         if calls is None or len(calls) != 1:
             return None
         config = self._config
         position, block = calls[0]
-        answers = [(p, r) for p, r in self._answers(call_id, position) if p > position]
+        answers = self._answers(call_id, position)
         step = self._shell.run_of(call_id)
         run = None
         if step is not None and step.effect is not None:
@@ -219,20 +261,23 @@ class StaleReadIndex:
         written = tuple(dict.fromkeys(writes))
         read = read_of(block, run, config)
         if read is None:
-            return _Facts(position, written, (), False, None, False) if written else None
+            if not written:
+                return None
+            return _Facts(position, block.name, written, (), False, None, False)
+        # When the content was taken: the response's entry time, else the call's.
         time = stamp_of(answers[0][0][0]) if answers else None
         if time is None:
             time = stamp_of(position[0])
-        return _Facts(position, written, read[0], read[1], time, True)
+        return _Facts(position, block.name, written, read[0], read[1], time, True)
+
+    def _written_after(self, path: str, facts: _Facts) -> bool:
+        return written_after(path, facts.position, facts.read_time, self._last_write, self._ledger)
 
     def _is_prunable(self, call_id: str) -> bool:
         facts = self._facts.get(call_id)
         if facts is None or not facts.is_read or not facts.only_reads or not facts.reads:
             return False
-        return all(
-            written_after(p, facts.position, facts.read_time, self._last_write, self._ledger)
-            for p in facts.reads
-        )
+        return all(self._written_after(p, facts) for p in facts.reads)
 
 
 def _discard(index: dict[str, list[tuple[Position, B]]], call_id: str, position: Position) -> None:

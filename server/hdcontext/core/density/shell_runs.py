@@ -20,8 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..shell import ShellCall, ShellEffect, next_effect, shell_root
-
-Position = tuple[int, int]
+from .edits import Position
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,139 @@
+"""Density edits as values: what a pass proposes, and how proposals become a new history.
+
+An ``Edit`` is one pruning decision that is applied whole or not at all: a stale read's call
+and every response to it, the repeated inclusions of one message, one old tool output. The
+cache-aware schedule chooses among them, so each must leave a provider-valid history on its
+own: no edit separates a call from its response. Edits speak of entries by key
+(``journal.py``), which survives the removal of earlier entries, and of blocks by index in
+the entry as it stands.
+
+Composing edits is done here once, for every pass: a block dropped by one edit and an entry
+left with no block at all both go; a replaced block takes the new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+from ..content import Block, IContent
+from .types import DensityMetadata, DensityResult
+
+Rule: TypeAlias = Literal["readWrite", "fileDedupe", "recency"]
+"""The rule behind an edit: the keys of PROTOCOL.md's density metadata, shortened."""
+
+Position: TypeAlias = tuple[int, int]
+"""(entry key, block index): where a block is, in the order blocks were appended."""
+
+
+@dataclass(frozen=True, slots=True)
+class BlockEdit:
+    """One block of one entry: dropped (``new is None``) or replaced by ``new``."""
+
+    key: int
+    block: int
+    new: Block | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """One pruning decision: the blocks it drops or replaces, applied together."""
+
+    rule: Rule
+    blocks: tuple[BlockEdit, ...]
+
+    @property
+    def keys(self) -> frozenset[int]:
+        return frozenset(b.key for b in self.blocks)
+
+    @property
+    def first_key(self) -> int:
+        return min(b.key for b in self.blocks)
+
+    @property
+    def positions(self) -> frozenset[Position]:
+        return frozenset((b.key, b.block) for b in self.blocks)
+
+
+def drop(rule: Rule, positions: Iterable[Position]) -> Edit:
+    return Edit(rule, tuple(BlockEdit(k, j) for k, j in sorted(positions)))
+
+
+@dataclass(frozen=True)
+class PassEdits:
+    """One rule's edits on a plain list, by index into it (the seeds' per-pass contract,
+    which the single-rule functions of ``optimize.py`` answer with).
+
+    ``count`` is what REQ-HD-013.7 asks the metadata to report: entries touched, not blocks.
+    """
+
+    removals: frozenset[int] = frozenset()
+    replacements: Mapping[int, IContent] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return len(self.removals | self.replacements.keys())
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.removals and not self.replacements
+
+
+def edited_entries(
+    edits: Iterable[Edit], entry_of: Callable[[int], IContent]
+) -> dict[int, tuple[IContent, IContent | None]]:
+    """Entry key -> the entry as it stands (``entry_of(key)``) and with every given edit
+    applied, or ``None`` when that leaves it with no block."""
+    by_key: dict[int, dict[int, Block | None]] = {}
+    for edit in edits:
+        for b in edit.blocks:
+            by_key.setdefault(b.key, {})[b.block] = b.new
+    out: dict[int, tuple[IContent, IContent | None]] = {}
+    for key, changes in by_key.items():
+        entry = entry_of(key)
+        blocks: list[Block] = []
+        for j, block in enumerate(entry.blocks):
+            if j not in changes:
+                blocks.append(block)
+            else:
+                new = changes[j]
+                if new is not None:
+                    blocks.append(new)
+        out[key] = (entry, entry.with_blocks(blocks) if blocks else None)
+    return out
+
+
+def metadata_of(edits: Iterable[Edit]) -> DensityMetadata:
+    """Entries touched, per rule (REQ-HD-013.7)."""
+    touched: dict[Rule, set[int]] = {"readWrite": set(), "fileDedupe": set(), "recency": set()}
+    for edit in edits:
+        touched[edit.rule].update(edit.keys)
+    return DensityMetadata(
+        read_write_pairs_pruned=len(touched["readWrite"]),
+        file_deduplications_pruned=len(touched["fileDedupe"]),
+        recency_pruned=len(touched["recency"]),
+    )
+
+
+def result_of(
+    edits: Sequence[Edit],
+    position_of: Callable[[int], int | None],
+    entry_of: Callable[[int], IContent],
+) -> DensityResult:
+    """The edits as REQ-HD-001.5 speaks of them: indices into the history as it stands.
+
+    An edit that would leave an entry as it was is not a replacement (a pass that rewrites a
+    text into itself changes nothing).
+    """
+    removals: list[int] = []
+    replacements: dict[int, IContent] = {}
+    for key, (entry, edited) in sorted(edited_entries(edits, entry_of).items()):
+        index = position_of(key)
+        if index is None:
+            raise RuntimeError("a density edit names an entry the history does not hold")
+        if edited is None:
+            removals.append(index)
+        elif edited != entry:
+            replacements[index] = edited
+    return DensityResult(tuple(removals), replacements, metadata_of(edits))

@@ -1,0 +1,87 @@
+"""Tool result recency pruning (REQ-HD-007).
+
+A session that runs the same tool many times carries every old output, though the model acts
+on the latest few. Past ``recency_retention`` results per tool name, the output is swapped for
+a pointer that tells the model to run the tool again; the call and the response stay, so the
+history keeps its shape and its pairs (REQ-HD-007.3). Results already pointed still take their
+place in the window, so proposing again changes nothing; responses an earlier pass drops leave
+the window to the next ones.
+
+The pass keeps, per tool, the positions of its responses in order, and apart from them the
+responses whose output is still there. Only those can be pointed, and once the pointers are
+applied they are the newest few of each tool: what a turn costs is the window and the new
+responses, not the session.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+
+from ..compression.tool_summary import PRUNED_POINTER
+from ..content import IContent, ToolResponseBlock
+from .edits import BlockEdit, Edit, Position, Rule
+from .passes import PassContext
+
+
+class RecencyPass:
+    rule: Rule = "recency"
+
+    def __init__(self, retention: int) -> None:
+        self._keep = max(1, retention)
+        self._by_tool: dict[str, list[Position]] = {}
+        self._live: dict[str, set[Position]] = {}  # responses whose output is not the pointer
+        self._edits: dict[Position, Edit] = {}  # built once per response (it parses the entry)
+
+    def add(self, key: int, entry: IContent) -> None:
+        for j, block in enumerate(entry.blocks):
+            if isinstance(block, ToolResponseBlock):
+                insort(self._by_tool.setdefault(block.tool_name, []), (key, j))
+                if block.result != PRUNED_POINTER:
+                    self._live.setdefault(block.tool_name, set()).add((key, j))
+
+    def remove(self, key: int, entry: IContent) -> None:
+        for j, block in enumerate(entry.blocks):
+            if isinstance(block, ToolResponseBlock):
+                tool = block.tool_name
+                positions = self._by_tool[tool]
+                del positions[bisect_left(positions, (key, j))]
+                if not positions:
+                    del self._by_tool[tool]
+                live = self._live.get(tool)
+                if live is not None:
+                    live.discard((key, j))
+                    if not live:
+                        del self._live[tool]
+                self._edits.pop((key, j), None)
+
+    def propose(self, context: PassContext) -> list[Edit]:
+        """One edit per response older than the newest ``retention`` of its tool."""
+        dropped = {
+            (b.key, b.block) for edit in context.earlier for b in edit.blocks if b.new is None
+        }
+        edits: list[Edit] = []
+        for tool, live in self._live.items():
+            oldest_kept = None
+            seen = 0
+            for position in reversed(self._by_tool[tool]):
+                if position in dropped:
+                    continue
+                seen += 1
+                if seen == self._keep:
+                    oldest_kept = position
+                    break
+            if oldest_kept is None:
+                continue
+            for position in live:
+                if position < oldest_kept and position not in dropped:
+                    edits.append(self._edit(position, context))
+        return edits
+
+    def _edit(self, position: Position, context: PassContext) -> Edit:
+        edit = self._edits.get(position)
+        if edit is None:
+            key, j = position
+            block = context.entry_of(key).blocks[j]
+            pointed = block.model_copy(update={"result": PRUNED_POINTER})
+            edit = self._edits[position] = Edit(self.rule, (BlockEdit(key, j, pointed),))
+        return edit

@@ -1,0 +1,95 @@
+"""The replies of PROTOCOL.md, typed: what the session answers and the edge writes out once.
+
+Field names are Python's; each serializes under its camelCase wire name. The history itself
+is not here: a reply carrying one gets it from the session as stored entries, which the edge
+joins into the message without parsing them (``edges/json_text.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic.alias_generators import to_camel
+
+from .density.types import DensityMetadata
+from .settings import Source
+
+
+class _Reply(BaseModel):
+    model_config = ConfigDict(
+        frozen=True, alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class Usage(_Reply):
+    """What the provider billed, summed over the calls ``history/usage`` reported."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+
+
+class Status(_Reply):
+    """What a status bar shows (PROTOCOL.md "Status")."""
+
+    session_id: str
+    version: int
+    entry_count: int
+    total_tokens: int
+    context_limit: int
+    threshold: float
+    strategy: str
+    saved_tokens: int
+    pending_tokens: int = 0
+    usage: Usage = Usage()
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.total_tokens / self.context_limit
+
+
+class DensityCounts(_Reply):
+    """REQ-HD-001.8: entries each rule removed or replaced."""
+
+    read_write_pairs_pruned: int = 0
+    file_deduplications_pruned: int = 0
+    recency_pruned: int = 0
+
+    @classmethod
+    def of(cls, metadata: DensityMetadata) -> DensityCounts:
+        return cls(
+            read_write_pairs_pruned=metadata.read_write_pairs_pruned,
+            file_deduplications_pruned=metadata.file_deduplications_pruned,
+            recency_pruned=metadata.recency_pruned,
+        )
+
+
+class DensityReport(_Reply):
+    removals: int
+    replacements: int
+    metadata: DensityCounts
+    tokens_before: int
+    tokens_after: int
+
+
+class CompressionReport(_Reply):
+    strategy: str
+    tokens_before: int
+    tokens_after: int
+    transcript_path: str | None
+
+
+class SettingsReply(_Reply):
+    """``history/settings`` and ``history/setOverride``: values by wire key, and sources."""
+
+    model_config = ConfigDict(frozen=True)
+
+    values: dict[str, Any]
+    sources: dict[str, Source]
