@@ -295,12 +295,15 @@ export class Daemon {
     }
 
     async stop(): Promise<void> {
+        // A start under way finishes first, or its daemon would outlive this stop.
+        const starting = this.startup;
+        this.startup = undefined;
+        await starting?.catch(() => undefined);
         for (const d of this.disposables.splice(0)) {
             d.dispose();
         }
         const client = this.client;
         this.client = undefined;
-        this.startup = undefined;
         if (client !== undefined) {
             try {
                 await client.stop(5000);

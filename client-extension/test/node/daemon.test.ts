@@ -14,15 +14,6 @@ import { DAEMON_SETTINGS, daemonSection } from '../../src/settingsSection';
 import { readThenWrite, readsOnly } from '../helpers/conversation';
 import { EXTENSION_ROOT, startDaemon, waitFor, type RunningDaemon } from '../helpers/realDaemon';
 
-const PROTOCOL_2_SETTINGS = [
-    'compression.density.schedule',
-    'compression.density.keepLatestView',
-    'cache.pricing',
-    'cache.ttlSeconds',
-    'cache.readCost',
-    'cache.writeCost',
-];
-
 async function rejectsWith(p: Promise<unknown>, code: number, message?: RegExp): Promise<ResponseError<unknown>> {
     try {
         await p;
@@ -66,9 +57,7 @@ describe('the real daemon, over vscode-jsonrpc', () => {
         const { values, sources } = await d.client.settings('defaults');
         const pkg = JSON.parse(fs.readFileSync(path.join(EXTENSION_ROOT, 'package.json'), 'utf8'));
         const props = pkg.contributes.configuration.properties;
-        // Until the daemon speaks protocol 2 (being built on main), it lacks the version-2 keys.
-        const daemonVersion = serverProtocolVersion(d.initializeResult.capabilities);
-        const keys = DAEMON_SETTINGS.map((s) => s.key).filter((k) => daemonVersion !== 1 || !PROTOCOL_2_SETTINGS.includes(k));
+        const keys = DAEMON_SETTINGS.map((s) => s.key);
         assert.deepEqual(Object.keys(values).sort(), keys.sort());
         for (const key of keys) {
             assert.equal(sources[key], 'default', key);
