@@ -77,7 +77,7 @@ function pairingProblems(messages: Message[]): string[] {
     return problems;
 }
 
-describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 60 * 1000, skip: EDITOR_TESTS_SKIPPED }, () => {
+describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 60 * 1000 }, () => {
     let run: CodeServerRun;
     let logFile: string;
     let statusItem: Locator;
@@ -118,6 +118,9 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
     const callsSince = (since: number) => backendCalls().filter((l) => l.at >= since);
 
     before(async () => {
+        if (EDITOR_TESTS_SKIPPED) {
+            return;
+        }
         assert.ok(fs.existsSync(VENV_PYTHON), `${VENV_PYTHON} is missing: run make unit`);
         logFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'hdcontext-chat-log-')), 'chat.log');
         run = await CodeServerRun.start({
@@ -144,15 +147,23 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
         }
     });
 
-    it('the model picker lists "Fake Backend 1 · hdcontext", and picking it works', async (t) => {
+    it('the model picker lists "Fake Backend 1 · hdcontext", and picking it works', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
         await guard(async () => {
             const page = run.page;
             await page.waitForSelector(INPUT, { timeout: STEP_MS });
+            // A wider chat view (the secondary side bar), for the screenshots.
+            const bar = await page.locator('#workbench\\.parts\\.auxiliarybar').boundingBox();
+            if (bar) {
+                await page.mouse.move(bar.x - 1, bar.y + bar.height / 2);
+                await page.mouse.down();
+                await page.mouse.move(bar.x - 330, bar.y + bar.height / 2, { steps: 5 });
+                await page.mouse.up();
+            }
             // The picker lists the models known when it opens: reopen it until the twin is there.
             let found = false;
             for (let i = 0; i < 30 && !found; i++) {
                 await page.click(PICKER);
-                await page.keyboard.type('hdcontext');
+                await page.keyboard.type('Fake Backend');
                 const row = page.locator(`.chat-model-picker-dropdown .monaco-list-row[aria-label^="${MODEL}"]`).first();
                 try {
                     await row.waitFor({ timeout: 1000 });
@@ -172,7 +183,7 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
 
     let readCallId = '';
 
-    it('turn 1, a file read: the reply is shown, the backend got the conversation', async (t) => {
+    it('turn 1, a file read: the reply is shown, the backend got the conversation', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
         await guard(async () => {
             const since = Date.now();
             await send('@agent read src/app.py');
@@ -190,7 +201,7 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
         });
     });
 
-    it('turn 2, a write that makes the read stale: the backend got the compacted history, tool calls paired', async (t) => {
+    it('turn 2, a write that makes the read stale: the backend got the compacted history, tool calls paired', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
         await guard(async () => {
             const since = Date.now();
             await send('@agent write src/app.py');
@@ -219,7 +230,7 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
         });
     });
 
-    it("the status bar shows the conversation's tokens, the figure @hdcontext /status gives", async (t) => {
+    it("the status bar shows the conversation's tokens, the figure @hdcontext /status gives", { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
         await guard(async () => {
             await send('@hdcontext /status');
             const text = await reply(/go to the model on the next call/);
@@ -243,7 +254,7 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
         });
     });
 
-    it('hdcontext_retrieve, offered with the chat\'s tools, gives back the pruned read', async (t) => {
+    it('hdcontext_retrieve, offered with the chat\'s tools, gives back the pruned read', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
         await guard(async () => {
             const since = Date.now();
             await send(`@agent retrieve ${readCallId}`);
@@ -258,7 +269,7 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
         });
     });
 
-    it('cancelling a request stops the backend call', async (t) => {
+    it('cancelling a request stops the backend call', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
         await guard(async () => {
             await send('@agent slow');
             await reply(/Thinking slowly/);
@@ -275,7 +286,20 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
         });
     });
 
-    it('the figures: tokens the backend received through the wrapper, and what the agent sent', async (t) => {
+    it('the settings of the chat panel in the Settings UI', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
+        await guard(async () => {
+            await run.runCommand('Preferences: Open Settings (UI)');
+            const search = run.page.locator('.settings-editor .suggest-input-container .monaco-editor').first();
+            await search.waitFor({ timeout: STEP_MS });
+            await search.click();
+            await run.page.keyboard.type('hdcontext wrap vendors pricing');
+            await run.page.locator('.settings-editor .setting-item-contents', { hasText: 'Wrap Vendors' }).first().waitFor({ timeout: STEP_MS });
+            await run.page.locator('.settings-editor .setting-item-contents', { hasText: 'Pricing' }).first().waitFor({ timeout: STEP_MS });
+            t.diagnostic(`screenshot: ${await run.shot('chat-settings.png')}`);
+        });
+    });
+
+    it('the figures: tokens the backend received through the wrapper, and what the agent sent', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
         const lines = log();
         const sent = lines.filter((l) => l.hop === 'agent-send');
         const received = lines.filter((l) => l.hop === 'backend');
