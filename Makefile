@@ -72,7 +72,8 @@ e2e: $(STAMP) vsix
 	else echo "e2e screenshots: test-artifacts/e2e/, test-artifacts/chat/"; fi
 
 # Density on every real transcript in ../shared/data/transcripts, then latency, memory and a
-# profile of the daemon on the largest one; prints tables and writes bench/results/latest.json.
+# profile of the daemon on the largest one; prints tables and writes bench/results/latest.json
+# (git ignores bench/results/: a run measures one machine).
 bench: $(STAMP)
 	$(BIN)/python -m bench
 

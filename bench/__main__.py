@@ -1,6 +1,7 @@
 """``python -m bench``: density on every real transcript, then latency, memory and a profile
 of the daemon on the largest one. Prints the tables and writes them as JSON under
-``bench/results/`` (``latest.json`` and a time-stamped copy)."""
+``bench/results/`` (``latest.json`` and a time-stamped copy), which git ignores: a run is a
+measurement of one machine, not a source file."""
 
 from __future__ import annotations
 
@@ -16,13 +17,15 @@ from typing import Any
 from hdcontext.core.content import dump_entries
 from hdcontext.core.tokens import ENCODING_NAME
 
-from . import density, latency, profile, table, transcripts
+from . import density, latency, profile, protocol_v2, replay, table, transcripts
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def _largest(found: list[transcripts.Transcript]) -> transcripts.Transcript:
-    return max(found, key=lambda t: len(json.dumps(dump_entries(t.entries))))
+    """The longest session (most entries, then most JSON): what a turn costs grows with the
+    entries a session holds; a short one made large by a few images would time JSON copies."""
+    return max(found, key=lambda t: (len(t.entries), len(json.dumps(dump_entries(t.entries)))))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--density-only", action="store_true", help="skip the daemon")
     args = parser.parse_args(argv)
 
-    found = transcripts.find()
+    corpus = transcripts.find()
+    found = corpus.transcripts
     if not found:
         print(f"bench: no transcripts under {transcripts.TRANSCRIPTS}", file=sys.stderr)
         return 2
@@ -40,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "encoding": ENCODING_NAME,
         "transcripts": str(transcripts.TRANSCRIPTS),
+        "corpus": corpus.summary(),
     }
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     report["machine"]["load_average_at_start"] = os.getloadavg()
@@ -50,7 +55,12 @@ def main(argv: list[str] | None = None) -> int:
 
     report["density"] = density.run(found)
     print("1. Density on the real transcripts (tokens)")
+    print(table.corpus(report["corpus"]))
     print(table.density(report["density"]), end="\n\n", flush=True)
+
+    report["replay"] = replay.run(found)
+    print("2. Cost under prompt caching: every model call replayed (bench/replay.py, peers.py)")
+    print(table.replay(report["replay"]), end="\n\n", flush=True)
 
     if not args.density_only:
         largest = _largest(found)
@@ -58,13 +68,19 @@ def main(argv: list[str] | None = None) -> int:
         one = latency.measure(largest, 1, turns)
         ten = latency.measure(largest, 10, turns)
         report["latency"] = latency.combine(largest, one, ten)
-        print("2. Latency over the stdio transport")
+        print("3. Latency over the stdio transport")
         print(table.latency(report["latency"]), end="\n\n")
-        print("3. Memory of the daemon")
+        print("4. Memory of the daemon")
         print(table.memory(report["latency"]), end="\n\n")
         print("Targets")
         print(table.targets(report["latency"]), end="\n\n", flush=True)
-        print("4. Where a turn's time goes")
+        v2_turns = 10 if args.quick else protocol_v2.TURNS
+        report["protocol_v2"] = protocol_v2.combine(
+            protocol_v2.measure(largest, 1, v2_turns), protocol_v2.measure(largest, 10, v2_turns)
+        )
+        print("5. Protocol v2: delta replies and history/sync")
+        print(table.protocol_v2(report["protocol_v2"]), end="\n\n", flush=True)
+        print("6. Where a turn's time goes")
         try:
             report["profile"] = profile.run(largest, 10, 5 if args.quick else profile.TURNS)
             print(table.profile(report["profile"]))
@@ -72,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             report["profile"] = {"error": str(exc)}
             print(f"(no profile: {exc})")
 
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     text = json.dumps(report, indent=1, ensure_ascii=False) + "\n"
     stamp = time.strftime("%Y%m%d-%H%M%S")
     (RESULTS / f"bench-{stamp}.json").write_text(text, encoding="utf-8")

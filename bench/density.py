@@ -14,13 +14,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from hdcontext.core.compression.high_density import HighDensityStrategy
-from hdcontext.core.compression.pairs import pairing_problems
 from hdcontext.core.content import IContent, ToolCallBlock, is_empty_ai
 from hdcontext.core.density.optimize import find_stale_reads
 from hdcontext.core.density.types import DensityConfig, DensityResult
 from hdcontext.core.session import Session
 from hdcontext.core.settings import DEFAULT_READ_TOOLS, DEFAULT_SHELL_TOOLS, DEFAULT_WRITE_TOOLS
 from hdcontext.core.tokens import count_entry
+from hdcontext.core.validity import problems
 
 from .transcripts import Transcript
 
@@ -78,8 +78,13 @@ def base_config(t: Transcript) -> DensityConfig:
 
 
 def _valid(before: Sequence[IContent], after: Sequence[IContent]) -> bool:
-    """Provider-valid: no pair broken that the input had whole (DESIGN.md decision 4)."""
-    return pairing_problems(after) <= pairing_problems(before)
+    """Provider-valid (``core.validity``): no problem the input did not have (DESIGN.md
+    decision 4). The importers repair what they read, so the input has none."""
+
+    def found(history: Sequence[IContent]) -> set[tuple[str, str]]:
+        return {(p.kind, p.key) for p in problems(history)}
+
+    return found(after) <= found(before)
 
 
 def _call_ids(entries: Sequence[IContent]) -> set[str]:

@@ -25,7 +25,8 @@ class RpcError(RuntimeError):
 class Reply:
     result: Any
     seconds: float
-    """From the first byte written to the last byte of the reply read (JSON parsing excluded)."""
+    """From the first byte written to the last byte of the reply read (the request's encoding
+    and the reply's parsing excluded)."""
     size: int
     """Bytes of the reply body."""
 
@@ -52,9 +53,16 @@ class Client:
         return self.process.pid
 
     def _write(self, message: dict[str, Any]) -> None:
+        self._send(self._encode(message))
+
+    @staticmethod
+    def _encode(message: dict[str, Any]) -> bytes:
         body = json.dumps(message, ensure_ascii=False).encode("utf-8")
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    def _send(self, data: bytes) -> None:
         assert self.process.stdin is not None
-        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.process.stdin.write(data)
         self.process.stdin.flush()
 
     def _read_body(self) -> bytes:
@@ -81,8 +89,12 @@ class Client:
     def request(self, method: str, params: Any = None) -> Reply:
         self._next_id += 1
         request_id = self._next_id
+        # Encoded before the clock starts: what is timed is the daemon, not this client.
+        data = self._encode(
+            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        )
         start = time.perf_counter()
-        self._write({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        self._send(data)
         while True:
             body = self._read_body()
             elapsed = time.perf_counter() - start

@@ -15,6 +15,20 @@ def _mb(n: float) -> str:
     return f"{n / 1_000_000:.1f} MB"
 
 
+_FORMATS = {"claude-code": "cc", "mini-swe-agent": "mswe", "swe-agent": "swe"}
+
+
+def corpus(summary: dict[str, Any]) -> str:
+    """The files read: how many, and those left out and why."""
+    refused = summary["refused"]
+    lines = [
+        f"{summary['files']} files, {summary['conversations']} conversations "
+        f"({len(summary['duplicates_skipped'])} copies skipped, {len(refused)} refused)"
+    ]
+    lines += [f"  refused {path}: {reason}" for path, reason in refused.items()]
+    return "\n".join(lines)
+
+
 def density(rows: list[dict[str, Any]]) -> str:
     passes = list(PASSES)
     short = {
@@ -25,14 +39,14 @@ def density(rows: list[dict[str, Any]]) -> str:
         "default (rw + dedupe)": "default",
         "all three": "all",
     }
-    head = f"{'transcript':<36}{'fmt':<6}{'entries':>8}{'before':>9}"
+    head = f"{'transcript':<40}{'fmt':<6}{'entries':>8}{'before':>9}"
     head += "".join(f"{short[p]:>11}" for p in passes)
     head += "".join(f"{'@' + _k(limit).replace('.0', ''):>9}" for limit in LIMITS)
     head += f"{'stale found/pruned (shell)':>28}{'valid':>7}"
     lines = [head]
     for row in rows:
-        fmt = "cc" if row["format"] == "claude-code" else "mswe"
-        line = f"{row['name'][:35]:<36}{fmt:<6}{row['entries']:>8}{_k(row['tokens_before']):>9}"
+        fmt = _FORMATS.get(row["format"], row["format"])
+        line = f"{row['name'][:39]:<40}{fmt:<6}{row['entries']:>8}{_k(row['tokens_before']):>9}"
         line += "".join(f"{_k(row['optimize'][p]):>11}" for p in passes)
         for limit in LIMITS:
             c = row["compress"][str(limit)]
@@ -45,8 +59,8 @@ def density(rows: list[dict[str, Any]]) -> str:
     lines.append(
         "tokens after optimize() with only the named passes on (rw-noshell: read→write "
         "without shell commands);\n@limit: after history/compact at that contextLimit "
-        "(* compress ran, ! still over the limit);\nvalid: every output keeps the tool "
-        "call/response pairs its input had."
+        "(* compress ran, ! still over the limit);\nvalid: every output is provider-valid "
+        "(core/validity.py) where its input was; [id]: a sub-agent's thread."
     )
     return "\n".join(lines)
 
@@ -125,4 +139,52 @@ def profile(result: dict[str, Any]) -> str:
     lines += [
         f"  {r['cumulative_ms']:>8.2f} ms  {r['function']}" for r in result["by_cumulative"][:10]
     ]
+    return "\n".join(lines)
+
+
+def replay(summary: dict[str, Any]) -> str:
+    """The cache replay: every settings row and every peer, against density off."""
+    lines = [
+        f"{summary['sessions']} conversations, {summary['calls']} model calls; cost relative to "
+        "density off, priced per call against the previous request (5-minute cache)",
+        "",
+        f"{'settings':<54}{'tokens':>7}{'Anthr.':>8}{'OpenAI':>8}{'dearer':>8}{'>1%':>5}"
+        f"{'worst':>7}{'breaks':>8}{'blind edits':>13}{'peak':>9}",
+    ]
+    for name, row in summary["rows"].items():
+        blind = f"{row['blind']}/{row['edits']}"
+        pct = f" ({100 * row['blind'] / row['edits']:.0f}%)" if row["edits"] else ""
+        lines.append(
+            f"{name:<54}{row['tokens']:>7.3f}{row['anthropic']:>8.3f}{row['openai']:>8.3f}"
+            f"{row['dearer']:>8}{row['dearer_1pct']:>5}{row['worst']:>7.2f}"
+            f"{row['prefix_breaks']:>8}{blind + pct:>13}{_k(row['peak']):>9}"
+        )
+    lines.append(
+        "dearer: sessions that cost more than with density off (>1%: by more than 1%); breaks: "
+        "calls whose request did not start with the previous one; blind: Edit/MultiEdit of a "
+        "file the full history had a view of and the request had none"
+    )
+    return "\n".join(lines)
+
+
+def protocol_v2(result: dict[str, Any]) -> str:
+    lines = [
+        f"{'scale':<7}{'entries':>8}{'json':>9}{'append':>9}{'compact':>9}{'delta':>9}"
+        f"{'sync':>9}{'then compact':>14}",
+    ]
+    for name, s in result["scales"].items():
+        lines.append(
+            f"{name:<7}{s['entries']:>8}{_mb(s['json_bytes']):>9}"
+            f"{s['append']['p50_ms']:>7.2f}ms{s['compact_delta']['p50_ms']:>7.2f}ms"
+            f"{_k(s['compact_delta_reply_bytes']).replace('k', 'kB'):>9}"
+            f"{s['sync']['p50_ms']:>7.2f}ms{s['sync_then_compact_delta']['p50_ms']:>12.2f}ms"
+        )
+    lines.append(
+        "p50 round trips: compact with reply=delta after a one-turn append (delta: its "
+        "reply size); sync of the whole conversation with one new turn, then a delta "
+        "compact"
+    )
+    for name, t in result["targets"].items():
+        met = "met" if t["value"] <= t["target"] else "NOT met"
+        lines.append(f"  {name:<42}{t['value']:>6}×  target ≤ {t['target']}×  {met}")
     return "\n".join(lines)

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hdcontext.core.content import IContent, Metadata, ToolCallBlock, ToolResponseBlock
-from hdcontext.formats.conversation import Conversation
-from hdcontext.formats.importers import load
+from hdcontext.formats.conversation import Conversation, FormatError
+from hdcontext.formats.importers import MAIN, load_threads
 
 REPO = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = (REPO / ".." / "shared" / "data" / "transcripts").resolve()
+SUFFIXES = (".jsonl", ".traj", ".traj.json")
 
 
 @dataclass(frozen=True)
@@ -31,25 +33,74 @@ class Transcript:
         return self.conversation.workspace_root or "/"
 
 
-def find() -> list[Transcript]:
-    """The Claude Code and mini-swe-agent sessions, read with the project's own importers
-    (format detected)."""
-    files = sorted(
-        [*TRANSCRIPTS.glob("claude-code/*.jsonl"), *TRANSCRIPTS.glob("mini-swe-agent/*.traj.json")]
-    )
-    out: list[Transcript] = []
-    for path in files:
-        conversation, fmt = load(path.read_text(encoding="utf-8"))
-        name = path.name.removesuffix(".jsonl").removesuffix(".traj.json")
-        out.append(Transcript(name, fmt, path, conversation))
-    return out
+@dataclass
+class Corpus:
+    """What ``find`` read: the conversations, and the files it could not use and why."""
+
+    transcripts: list[Transcript] = field(default_factory=list)
+    files: int = 0
+    duplicates: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "duplicates_skipped": self.duplicates,
+            "refused": self.refused,
+            "conversations": len(self.transcripts),
+        }
 
 
-def repeated(entries: Sequence[IContent], times: int) -> list[IContent]:
-    """The session ``times`` over, each copy with fresh call ids (and entry ids)."""
+def find() -> Corpus:
+    """Every agent file under the transcripts folder that the importers read, each thread of
+    a Claude Code log as a conversation of its own (format detected). A file that is a byte
+    copy of one read already is skipped (``claude-code/`` copies four ``claude-code-log/``
+    sessions)."""
+    corpus = Corpus()
+    seen: set[str] = set()
+    for path in sorted(p for p in TRANSCRIPTS.rglob("*") if p.name.endswith(SUFFIXES)):
+        relative = str(path.relative_to(TRANSCRIPTS))
+        corpus.files += 1
+        text = path.read_text(encoding="utf-8")
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        if digest in seen:
+            corpus.duplicates.append(relative)
+            continue
+        seen.add(digest)
+        try:
+            threads, fmt = load_threads(text)
+        except FormatError as exc:
+            corpus.refused[relative] = str(exc)
+            continue
+        for thread, conversation in threads:
+            name = _name(path)
+            if thread != MAIN and not name.endswith(thread):
+                name += f"[{thread}]"
+            corpus.transcripts.append(Transcript(name, fmt, path, conversation))
+    return corpus
+
+
+def _name(path: Path) -> str:
+    """Short and unique enough for a table: the file's stem, after the tail of its project
+    folder for Claude Code's ``~/.claude/projects`` layout."""
+    stem = path.name
+    for suffix in SUFFIXES:
+        stem = stem.removesuffix(suffix)
+    folder = path.parent.name
+    if folder == "subagents":
+        folder = path.parent.parent.parent.name
+    if not folder.startswith("-"):  # not a Claude Code project folder (the path, dashed)
+        return stem[:39]
+    return f"{folder.split('-')[-1][:14]}/{stem[:24].rstrip('-')}"
+
+
+def repeated(entries: Sequence[IContent], times: int, tag: str = "") -> list[IContent]:
+    """The session ``times`` over, each copy with fresh call ids (and entry ids); ``tag``
+    makes every id of this repetition its own (another session's copy)."""
     out: list[IContent] = []
     for k in range(times):
-        out.extend(_fresh(entry, f"~r{k}") if k else entry for entry in entries)
+        suffix = f"{tag}~r{k}" if k or tag else ""
+        out.extend(_fresh(entry, suffix) if suffix else entry for entry in entries)
     return out
 
 

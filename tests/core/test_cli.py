@@ -7,8 +7,25 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from hdcontext.cli import main
+from hdcontext.core.content import parse_entries
+from hdcontext.core.validity import payload_problems, problems
+
+from .claude_code_records import (
+    SNAPSHOT,
+    SUMMARY,
+    assistant,
+    jsonl,
+    results,
+    session,
+    text,
+    tool_use,
+    user,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "session.json"
@@ -24,7 +41,15 @@ def test_compact_json_prunes_the_examples_stale_read_and_duplicate_readme() -> N
     run = hdcontext("compact", str(EXAMPLE), "--workspace-root", "/home/user/calc", "--json")
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
-    assert set(result) == {"history", "status", "density", "compression", "overLimit"}
+    assert set(result) == {
+        "history",
+        "revision",
+        "cache",
+        "status",
+        "density",
+        "compression",
+        "overLimit",
+    }
     density = result["density"]
     assert density["metadata"] == {
         "readWritePairsPruned": 2,
@@ -72,6 +97,7 @@ def test_llm_strategy_without_a_summarizer_says_so() -> None:
     run = hdcontext("compact", str(EXAMPLE), "--strategy", "one-shot", "--context-limit", "3000")
     assert run.returncode == 3
     assert "summarizer" in run.stderr
+    assert "hint:" in run.stderr
 
 
 TRANSCRIPTS = REPO.parent / "shared" / "data" / "transcripts"
@@ -133,3 +159,209 @@ def test_convert_needs_a_target() -> None:
     run = hdcontext("convert", str(EXAMPLE))
     assert run.returncode == 2
     assert "--to" in run.stderr
+
+
+# -- the command line explains itself --------------------------------------------------------
+
+
+def test_version_and_help_say_what_they_should() -> None:
+    version = hdcontext("--version")
+    assert version.returncode == 0
+    assert version.stdout.strip() == "hdcontext 0.1.0"
+    for command in ([], ["compact"], ["convert"]):
+        help_ = hdcontext(*command, "--help")
+        assert help_.returncode == 0
+        assert "exit status:" in help_.stdout
+        assert "  4  the history is not provider-valid" in help_.stdout
+    serve = hdcontext("serve", "--help")
+    assert "Run the hdcontext daemon" in serve.stdout
+    compact = hdcontext("compact", "--help").stdout
+    assert "where the conversation says the agent ran" in " ".join(compact.split())
+
+
+def test_llm_strategy_error_says_what_to_do_instead() -> None:
+    run = hdcontext("compact", str(EXAMPLE), "--strategy", "middle-out", "--context-limit", "3000")
+    assert run.returncode == 3
+    first, hint = run.stderr.splitlines()
+    assert "summarizer" in first
+    assert hint.startswith("hdcontext: hint: ")
+    assert "--strategy high-density or top-down-truncation" in hint
+    assert "hdcontext serve" in hint
+
+
+def test_compact_over_the_limit_prints_the_result_and_exits_1() -> None:
+    run = hdcontext("compact", str(EXAMPLE), "--context-limit", "1", "--json")
+    assert run.returncode == 1
+    assert json.loads(run.stdout)["overLimit"] is True
+    assert run.stderr.startswith("hdcontext: session.json: still over the context limit after")
+    assert "tokens of 1 (strategy high-density)" in run.stderr
+
+
+# -- what the importers refuse or warn about, through the command ----------------------------
+
+
+def write_log(tmp_path: Path, records: list[Any], name: str = "s.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text(jsonl(records))
+    return path
+
+
+def test_a_log_opening_with_a_summary_compacts_and_converts(tmp_path: Path) -> None:
+    log = write_log(tmp_path, [SUMMARY, SNAPSHOT, *session()])
+    run = hdcontext("compact", str(log))
+    assert run.returncode == 0, run.stderr
+    assert "s.jsonl: claude-code · workspace root /w/proj" in run.stdout
+    for target in ("openai", "anthropic", "gemini"):
+        converted = hdcontext("convert", str(log), "--to", target)
+        assert converted.returncode == 0, converted.stderr
+
+
+def test_a_bad_line_is_a_warning_unless_strict(tmp_path: Path) -> None:
+    records = session()
+    log = write_log(tmp_path, [*records[:2], '{"type": "user", "mess', *records[2:]])
+    run = hdcontext("compact", str(log), "--json")
+    assert run.returncode == 0
+    assert run.stderr.startswith("hdcontext: s.jsonl: line 3 is not JSON (")
+    strict = hdcontext("compact", str(log), "--strict")
+    assert strict.returncode == 2
+    assert strict.stderr.count("\n") == 1
+    assert "s.jsonl is not a conversation hdcontext reads: line 3 is not JSON" in strict.stderr
+
+
+def test_sub_agent_threads_are_conversations_of_their_own(tmp_path: Path) -> None:
+    def agent(name: str) -> list[Any]:
+        return [
+            user("search", sidechain=True, agent=name),
+            assistant(f"m-{name}", text(f"found by {name}"), sidechain=True, agent=name),
+        ]
+
+    one = write_log(tmp_path, agent("a1"), "agent-a1.jsonl")
+    run = hdcontext("compact", str(one), "--json")
+    assert run.returncode == 0, run.stderr
+    assert len(json.loads(run.stdout)["history"]) == 2
+
+    two = write_log(tmp_path, [*agent("a1"), *agent("b2")], "two.jsonl")
+    refused = hdcontext("compact", str(two))
+    assert refused.returncode == 2
+    assert "2 sub-agent threads (a1, b2): choose one with --thread ID" in refused.stderr
+    picked = hdcontext("convert", str(two), "--thread", "b2", "--to", "openai")
+    assert picked.returncode == 0, picked.stderr
+    assert json.loads(picked.stdout)[1]["content"] == "found by b2"
+    every = hdcontext("compact", str(two), "--thread", "all", "--json")
+    assert every.returncode == 0, every.stderr
+    assert set(json.loads(every.stdout)) == {"a1", "b2"}
+    assert hdcontext("convert", str(two), "--thread", "all", "--to", "openai").returncode == 2
+
+
+def test_a_file_with_messages_never_comes_out_empty(tmp_path: Path) -> None:
+    noise = write_log(tmp_path, [user("<command-name>/clear</command-name>", isMeta=True)])
+    run = hdcontext("compact", str(noise))
+    assert run.returncode == 2
+    assert "has 1 user/assistant records, none with content" in run.stderr
+    empty = write_log(tmp_path, [SUMMARY], "empty.jsonl")
+    run = hdcontext("compact", str(empty))
+    assert run.returncode == 2
+    assert "no user or assistant records (1 summary record)" in run.stderr
+    none = tmp_path / "none.json"
+    none.write_text("[]")
+    run = hdcontext("convert", str(none), "--to", "anthropic")
+    assert run.returncode == 2
+    assert run.stderr == "hdcontext: none.json: holds no messages\n"
+
+
+def test_a_history_that_cannot_be_made_valid_is_refused_in_one_line(tmp_path: Path) -> None:
+    orphan = [
+        {"speaker": "human", "blocks": [{"type": "text", "text": "hi"}]},
+        {
+            "speaker": "tool",
+            "blocks": [{"type": "tool_response", "callId": "gone", "toolName": "x", "result": 1}],
+        },
+    ]
+    path = tmp_path / "orphan.json"
+    path.write_text(json.dumps(orphan))
+    for command in (["compact"], ["convert", "--to", "openai"]):
+        run = hdcontext(*command, str(path))
+        assert run.returncode == 4, command
+        assert run.stdout == ""
+        assert run.stderr == (
+            "hdcontext: orphan.json: not provider-valid, and cannot be repaired: "
+            "entry 1: tool result 'gone' has no call before it\n"
+        )
+
+
+def test_interleaved_parallel_results_come_out_valid_in_every_format(tmp_path: Path) -> None:
+    log = write_log(
+        tmp_path,
+        [
+            user("look"),
+            assistant("m-1", tool_use("A"), tool_use("B")),
+            results("A"),
+            assistant("m-2", tool_use("C")),
+            results("B", "C"),
+        ],
+    )
+    for target in ("openai", "anthropic", "gemini"):
+        run = hdcontext("convert", str(log), "--to", target)
+        assert run.returncode == 0, run.stderr
+        assert "moved 1 tool result(s) next to the call they answer" in run.stderr
+        assert payload_problems(target, json.loads(run.stdout)) == []
+
+
+def test_a_swe_agent_trajectory_compacts() -> None:
+    traj = TRANSCRIPTS / "swe-agent" / "ctf" / "misc" / "networking_1.traj"
+    if not traj.exists():
+        pytest.skip(f"{traj} is missing")
+    run = hdcontext("compact", str(traj))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("networking_1.traj: swe-agent · workspace root /__Users__")
+
+
+def test_yaml_is_not_supported_and_says_so(tmp_path: Path) -> None:
+    demo = tmp_path / "demo.yaml"
+    demo.write_text("history:\n  - role: system\n    content: hi\n")
+    run = hdcontext("compact", str(demo))
+    assert run.returncode == 2
+    assert run.stderr == (
+        f"hdcontext: {demo}: YAML files (SWE-agent demonstrations) are not supported: give the "
+        ".traj trajectory instead, or the same content as JSON\n"
+    )
+
+
+def test_a_windows_session_keeps_its_windows_root(tmp_path: Path) -> None:
+    log = write_log(tmp_path, session(cwd="C:\\Users\\dev\\proj"))
+    run = hdcontext("compact", str(log))
+    assert run.returncode == 0, run.stderr
+    assert "workspace root C:\\Users\\dev\\proj\n" in run.stdout
+
+
+# -- every real file, through the command (in-process, for speed) ----------------------------
+
+REAL = sorted(
+    p
+    for p in TRANSCRIPTS.rglob("*")
+    if p.is_file() and p.name.endswith((".jsonl", ".traj", ".traj.json"))
+)
+
+
+@pytest.mark.parametrize("path", REAL, ids=[str(p.relative_to(TRANSCRIPTS)) for p in REAL])
+def test_every_real_file_compacts_and_converts_valid_or_is_refused_in_one_line(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["compact", str(path), "--thread", "all", "--json"])
+    out, err = capsys.readouterr()
+    if code == 2:  # refused: only files with no conversation at all, said in one line
+        assert out == ""
+        assert err.count("\n") == 1
+        assert "a Claude Code log with no conversation in it: no user or assistant" in err
+        return
+    assert code == 0, err
+    results = json.loads(out)
+    if "history" in results:  # one thread: the CompactResult itself
+        results = {"only": results}
+    for result in results.values():
+        assert result["history"]
+        assert problems(parse_entries(result["history"])) == []
+    for target in ("openai", "anthropic", "gemini"):
+        assert main(["convert", str(path), "--to", target]) == 0
+        out, _ = capsys.readouterr()
+        assert payload_problems(target, json.loads(out)) == []

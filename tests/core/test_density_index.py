@@ -48,6 +48,9 @@ SHELL = (
     "ls",
     "tee a.py",
     "cd sub; cat c.py",
+    "nl -ba b.py",
+    "cat <<EOF > a.py\nnew\nEOF",
+    "sed -n 1,5p a.py",
 )
 RESULTS: tuple[JsonValue, ...] = (
     "fine",
@@ -96,7 +99,17 @@ def _params(draw: st.DrawFn, name: str) -> JsonValue:
     if draw(st.integers(0, 9)) == 0:
         return draw(st.sampled_from([None, "a.py", {"file_path": 3}, {}]))
     key = draw(st.sampled_from(["file_path", "absolute_path", "path"]))
-    return {key: draw(st.sampled_from(PATHS))}
+    params: dict[str, JsonValue] = {key: draw(st.sampled_from(PATHS))}
+    extra = draw(st.sampled_from(["", "", "range", "wide", "content", "edit"]))
+    if extra == "range":
+        params.update(offset=10, limit=20)
+    elif extra == "wide":
+        params.update(offset=0, limit=100)
+    elif extra == "content":
+        params["content"] = "whole"
+    elif extra == "edit":
+        params.update(old_string="a", new_string="b")
+    return params
 
 
 @st.composite
@@ -187,6 +200,7 @@ configs = st.builds(
     read_tools=st.just(READ_TOOLS),
     write_tools=st.just(WRITE_TOOLS),
     shell_tools=st.sampled_from([SHELL_TOOLS, SHELL_TOOLS, frozenset()]),
+    keep_latest_view=st.booleans(),
 )
 
 

@@ -475,11 +475,14 @@ def test_media_a_format_cannot_carry_is_counted() -> None:
         ),
     )
     assert export(Conversation(entries), "openai").dropped == {
+        "empty ai entry": 1,
+        "empty human entry": 1,
         "media video/mp4": 1,
         "media in ai": 1,
     }
     assert export(Conversation(entries), "anthropic").dropped == {
         "empty ai entry": 1,
+        "empty human entry": 1,
         "media in ai": 1,
         "media video/mp4": 1,
     }

@@ -200,9 +200,37 @@ def test_req_hd_005_9_multi_file_read_with_a_glob_is_kept() -> None:
         assert prune_stale_reads(history, config()).is_empty, glob
 
 
-def test_req_hd_005_9_a_glob_single_read_is_kept() -> None:
-    history = [*read("r1", "/w/*.py"), *write("w1", "/w/*.py")]
-    assert prune_stale_reads(history, config()).is_empty
+def test_req_hd_005_9_brackets_in_a_single_file_read_name_a_file() -> None:
+    """REQ-HD-005.9 is about read_many_files patterns: a Next.js route file is a file."""
+    for path in ("app/[slug]/page.tsx", "src/{a}.ts", "/w/pages/[...all].tsx"):
+        history = [*read("r1", path), *write("w1", path)]
+        assert prune_stale_reads(history, config()) == removed(0, 1), path
+    other = [*read("r1", "app/[slug]/page.tsx"), *write("w1", "app/s/page.tsx")]
+    assert prune_stale_reads(other, config()).is_empty  # the route is not its expansion
+
+
+def test_req_hd_005_9_brackets_in_a_many_file_read_are_a_pattern() -> None:
+    for pattern in ("app/[slug]/page.tsx", "src/{a,b}.ts"):
+        history = [
+            ai_call("m1", "read_many_files", {"paths": ["/w/a.py", pattern]}),
+            tool_result("m1", "read_many_files", "files"),
+            *write("w1", "/w/a.py"),
+            *write("w2", pattern),
+        ]
+        assert prune_stale_reads(history, config()).is_empty, pattern
+
+
+def test_windows_paths_resolve_against_a_windows_root_and_compare_exactly() -> None:
+    root = "C:\\Users\\dev\\shop"
+    history = [
+        *read("r1", "app\\[slug]\\page.tsx"),
+        *write("w1", "C:\\Users\\dev\\shop\\app\\[slug]\\page.tsx"),
+        *read("r2", "C:/Users/dev/shop/src/a.ts"),
+        *write("w2", "src/a.ts"),
+        *read("r3", "c:\\Users\\dev\\shop\\b.ts"),  # another drive letter case
+        *write("w3", "b.ts"),
+    ]
+    assert prune_stale_reads(history, config(root=root)) == removed(0, 1, 4, 5)
 
 
 def test_req_hd_013_5_malformed_parameters_are_skipped_not_raised() -> None:

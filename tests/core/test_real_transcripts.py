@@ -16,6 +16,8 @@ from hdcontext.core.content import IContent, ToolCallBlock, ToolResponseBlock
 from hdcontext.core.session import Session
 from hdcontext.formats.importers.claude_code import from_jsonl
 
+from .seeds import seeds
+
 TRANSCRIPTS = (
     Path(__file__).resolve().parents[3] / "shared" / "data" / "transcripts" / "claude-code"
 )
@@ -71,7 +73,7 @@ def test_imported_sessions_are_provider_valid(path: Path) -> None:
 async def test_optimize_prunes_exactly_the_stale_reads(path: Path) -> None:
     history = load(path)
     expected = oracle_stale_reads(history)
-    session = Session("real", workspace_root=lambda: "/")
+    session = seeds(Session("real", workspace_root=lambda: "/"))
     session.set_override("tools.shell", [])  # the oracle knows the file tools only
     session.append(history)
     result = await session.compact()
@@ -94,7 +96,7 @@ async def test_a_bash_head_of_a_file_edited_later_is_pruned_in_a_real_session() 
         and isinstance(b.parameters, dict)
         and b.parameters.get("command") == "head -20 js/drone.js"
     )
-    session = Session("real", workspace_root=lambda: "/")
+    session = seeds(Session("real", workspace_root=lambda: "/"))
     session.append(history)
     result = await session.compact()
     pruned = call_ids(history) - call_ids(result.history)
@@ -124,3 +126,66 @@ async def test_compression_at_small_limits_stays_provider_valid(
         assert result.compression.tokens_after <= result.compression.tokens_before
     if strategy == "top-down-truncation" and result.compression is not None:
         assert result.status.total_tokens < 0.85 * limit * 0.6 or result.over_limit
+
+
+def oracle_latest_views(history: list[IContent]) -> set[str]:
+    """Keep the latest view, read straight from the rule: a Read goes when a later view of
+    its file covers it (a Read of the whole file, or of a range containing its own; a Write
+    of the whole content) that worked."""
+    calls: list[tuple[str, str, str, int, int | None]] = []  # (kind, id, path, low, high)
+    failed: set[str] = set()
+    answered: set[str] = set()
+    for entry in history:
+        for block in entry.blocks:
+            if isinstance(block, ToolCallBlock) and isinstance(block.parameters, dict):
+                params = block.parameters
+                path = params.get("file_path")
+                if not isinstance(path, str):
+                    continue
+                if block.name == "Read":
+                    offset, limit = params.get("offset"), params.get("limit")
+                    if offset is None and limit is None:
+                        calls.append(("read", block.id, path, -1, None))
+                    else:
+                        low = int(offset or 0)
+                        high = None if limit is None else low + int(limit)
+                        calls.append(("read", block.id, path, low, high))
+                elif block.name == "Write" and isinstance(params.get("content"), str):
+                    calls.append(("write", block.id, path, -1, None))
+            elif isinstance(block, ToolResponseBlock):
+                answered.add(block.call_id)
+                if block.error:
+                    failed.add(block.call_id)
+
+    def covers(later: tuple[str, str, str, int, int | None], low: int, high: int | None) -> bool:
+        _, _, _, l_low, l_high = later
+        if l_low == -1:
+            return True
+        if low == -1:
+            return False
+        return l_low <= low and (l_high is None or (high is not None and l_high >= high))
+
+    pruned: set[str] = set()
+    for i, (kind, call_id, path, low, high) in enumerate(calls):
+        if kind != "read":
+            continue
+        if any(
+            p == path and cid in answered and cid not in failed and covers(later, low, high)
+            for later in calls[i + 1 :]
+            for _, cid, p, _, _ in [later]
+        ):
+            pruned.add(call_id)
+    return pruned
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
+async def test_keeping_the_latest_view_prunes_exactly_the_covered_reads(path: Path) -> None:
+    history = load(path)
+    session = Session("real", workspace_root=lambda: "/")
+    session.set_override("tools.shell", [])  # the oracle knows the file tools only
+    session.append(history)
+    result = await session.compact()
+    pruned = call_ids(history) - call_ids(result.history)
+    assert pruned == oracle_latest_views(history)
+    assert pruned <= oracle_stale_reads(history) | oracle_latest_views(history)
+    assert pairing_problems(result.history) == set()

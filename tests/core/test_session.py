@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from hdcontext.core.compression.pairs import pairing_problems
+from hdcontext.core.compression.tool_summary import DISK_POINTER
 from hdcontext.core.compression.types import SummarizeRequest, SummarizerError
 from hdcontext.core.content import IContent, parse_entries
 from hdcontext.core.density.engine import DensityEngine
@@ -147,15 +148,25 @@ async def test_req_hd_002_2_threshold_strategies_never_optimize() -> None:
 
 
 async def test_disk_write_after_a_read_makes_it_stale() -> None:
-    s = session()
-    s.append(build(human("go"), read("r1", "a.py", BIG), ai("read it")))
-    await s.compact()
-    assert len(s.history.raw) == 4
-    s.note_write("/ws/a.py", 999_999_999)  # after every entry's timestamp
-    assert s.dirty
-    result = await s.compact()
-    assert result.density is not None and result.density.metadata.read_write_pairs_pruned == 2
-    assert len(s.history.raw) == 2
+    """The seeds' rule removes the read; keeping the latest view, it becomes a pointer."""
+    for keep in (False, True):
+        s = session()
+        s.set_override("compression.density.keepLatestView", keep)
+        s.set_override("compression.density.schedule", "every-turn")
+        s.append(build(human("go"), read("r1", "a.py", BIG), ai("read it")))
+        await s.compact()
+        assert len(s.history.raw) == 4
+        s.note_write("/ws/a.py", 999_999_999)  # after every entry's timestamp
+        assert s.dirty
+        result = await s.compact()
+        assert result.density is not None
+        # entries touched: the call and its response, or the response alone
+        assert result.density.metadata.read_write_pairs_pruned == (1 if keep else 2)
+        if keep:
+            assert len(s.history.raw) == 4
+            assert DISK_POINTER in s.history.raw[2].model_dump_json()
+        else:
+            assert len(s.history.raw) == 2
 
 
 async def test_disk_writes_are_ignored_when_watching_is_off() -> None:
@@ -229,7 +240,7 @@ async def test_optimize_exception_propagates_and_the_snapshot_puts_everything_ba
 
     s = session()
     s.append(build(human("go"), read("r1", "a.py", BIG), write("w1", "a.py")))
-    monkeypatch.setattr(DensityEngine, "optimize", broken)
+    monkeypatch.setattr(DensityEngine, "proposals", broken)
     raw = list(s.history.raw)
     snap = s.snapshot()
     with pytest.raises(RuntimeError, match="optimize failed"):

@@ -16,6 +16,7 @@ from hdcontext.core.session import Session
 from hdcontext.formats.importers import mini_swe_agent
 
 from .builders import ai_call, tool_result
+from .seeds import seeds
 
 SHELL = frozenset({"bash", "run_shell_command"})
 
@@ -219,7 +220,7 @@ def trajectory() -> dict[str, Any]:
 async def test_mini_swe_agent_cat_followed_by_sed_i_is_pruned_end_to_end() -> None:
     conversation = mini_swe_agent.load(trajectory())
     assert conversation.workspace_root == "/testbed"
-    session = Session("e2e", workspace_root=lambda: conversation.workspace_root or "")
+    session = seeds(Session("e2e", workspace_root=lambda: conversation.workspace_root or ""))
     session.append(conversation.entries)
     result = await session.compact()
 
@@ -229,6 +230,15 @@ async def test_mini_swe_agent_cat_followed_by_sed_i_is_pruned_end_to_end() -> No
     assert result.density.metadata.read_write_pairs_pruned == 2
     assert result.density.tokens_after < result.density.tokens_before
     assert pairing_problems(result.history) == pairing_problems(conversation.entries)
+
+
+async def test_keeping_the_latest_view_the_cat_stays_when_only_a_part_was_read_since() -> None:
+    conversation = mini_swe_agent.load(trajectory())
+    session = Session("e2e", workspace_root=lambda: conversation.workspace_root or "")
+    session.append(conversation.entries)
+    result = await session.compact()
+    kept = {b.id for e in result.history for b in e.blocks if isinstance(b, ToolCallBlock)}
+    assert kept == {"c1", "c2", "c3", "c4"}  # sed -n shows lines 1-5: the cat is the only view
 
 
 async def test_shell_pruning_follows_the_tools_shell_setting() -> None:

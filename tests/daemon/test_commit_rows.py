@@ -29,8 +29,20 @@ class RecordingStore(Store):
         await super().save(op)
 
 
+SEEDS_SETTINGS: dict[str, object] = {
+    "compression.density.schedule": "every-turn",
+    "compression.density.keepLatestView": False,
+}
+
+
 def registry(store: Store) -> Registry:
-    return Registry(store, lambda sid: Session(sid, workspace_root=lambda: "/w"), dict)
+    """Sessions with the seeds' schedule: every compact applies what it finds, so each commit
+    below has rows to write."""
+    return Registry(
+        store,
+        lambda sid: Session(sid, workspace_root=lambda: "/w", settings=lambda: SEEDS_SETTINGS),
+        dict,
+    )
 
 
 def wire(entries: Any) -> list[dict[str, Any]]:

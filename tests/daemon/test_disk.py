@@ -13,6 +13,10 @@ from .conftest import now_ms
 from .harness import Daemon, call_ids, read_pair, start_daemon, text
 
 MINUTE_AGO = 60_000
+SEEDS = {"compression.density.schedule": "every-turn", "compression.density.keepLatestView": False}
+"""The seeds' rules: a read that a write made stale goes at the next compact. The tests of how
+writes on disk are seen use them; the first test also checks today's default (a pointer)."""
+DISK_POINTER = "[File changed on disk after this read — read it again for its current content]"
 
 
 async def _read_session(d: Daemon, sid: str, path: str, call_id: str = "r1") -> None:
@@ -33,10 +37,36 @@ async def _compact_ids(d: Daemon, sid: str) -> tuple[set[str], dict[str, Any]]:
     return call_ids(result["history"]), result
 
 
+def _result_of(result: dict[str, Any], call_id: str) -> Any:
+    return next(
+        b["result"]
+        for e in result["history"]
+        for b in e["blocks"]
+        if b["type"] == "tool_response" and b["callId"] == call_id
+    )
+
+
+async def test_a_file_edited_on_disk_turns_the_earlier_read_into_a_pointer(
+    storage: Path, workspace: Path
+) -> None:
+    every_turn = {"compression.density.schedule": "every-turn"}
+    async with start_daemon(storage, folders=[workspace], init_settings=every_turn) as d:
+        await _read_session(d, "s", "a.py")
+        ids, result = await _compact_ids(d, "s")
+        assert _result_of(result, "r1") == "print(1)\n"
+        (workspace / "a.py").write_text("print(2)\n")
+        ids, result = await _compact_ids(d, "s")
+        assert {"r1", "keep"} <= ids  # the call stays: the model knows it read the file
+        assert _result_of(result, "r1") == DISK_POINTER
+        assert _result_of(result, "keep") == "print('b')\n"
+
+
 async def test_a_file_edited_on_disk_makes_the_earlier_read_stale(
     profile: str, storage: Path, workspace: Path
 ) -> None:
-    async with start_daemon(storage, profile=profile, folders=[workspace]) as d:
+    async with start_daemon(
+        storage, profile=profile, folders=[workspace], init_settings=SEEDS
+    ) as d:
         await _read_session(d, "s", "a.py")  # relative: resolved against the first folder
         await _read_session(d, "off", str(workspace / "a.py"))
         await d.call(
@@ -59,7 +89,7 @@ async def test_a_file_edited_on_disk_makes_the_earlier_read_stale(
 
 async def test_the_watcher_reports_a_deleted_file(storage: Path, workspace: Path) -> None:
     # A deletion leaves no file to look at when compacting: only the watcher can tell.
-    async with start_daemon(storage, folders=[workspace]) as d:
+    async with start_daemon(storage, folders=[workspace], init_settings=SEEDS) as d:
         await _read_session(d, "s", "a.py")
         ids, _ = await _compact_ids(d, "s")
         assert "r1" in ids
@@ -76,7 +106,7 @@ async def test_the_watcher_follows_workspace_folder_changes(
     ignored = other / "node_modules" / "pkg"
     ignored.mkdir(parents=True)
     (ignored / "index.js").write_text("x\n")
-    async with start_daemon(storage, folders=[workspace]) as d:
+    async with start_daemon(storage, folders=[workspace], init_settings=SEEDS) as d:
         await _read_session(d, "s", str(other / "c.py"), call_id="c")
         await d.call(
             "history/append",
@@ -124,7 +154,9 @@ async def test_did_save_and_watched_file_events_count_as_writes(
     profile: str, storage: Path, workspace: Path
 ) -> None:
     # Files that are not on disk: only the editor's notifications can make these reads stale.
-    async with start_daemon(storage, profile=profile, folders=[workspace]) as d:
+    async with start_daemon(
+        storage, profile=profile, folders=[workspace], init_settings=SEEDS
+    ) as d:
         await _read_session(d, "s", "unsaved.py", call_id="saved")
         stamp = now_ms() - MINUTE_AGO
         await d.call(

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lsprotocol import types
 
 from .harness import (
@@ -104,7 +105,15 @@ async def test_every_request_round_trips(profile: str, storage: Path) -> None:
             "history/append", {"sessionId": "s1", "entries": write_pair("w1", "a.py", "x")}
         )
         result = await d.call("history/compact", {"sessionId": "s1", "pendingTokens": 10})
-        assert set(result) == {"history", "status", "density", "compression", "overLimit"}
+        assert set(result) == {
+            "history",
+            "revision",
+            "cache",
+            "status",
+            "density",
+            "compression",
+            "overLimit",
+        }
         assert result["density"]["metadata"]["readWritePairsPruned"] >= 1
         assert "c1" not in json.dumps(result["history"])
         assert result["compression"] is None and result["overLimit"] is False
@@ -445,3 +454,58 @@ async def test_serve_over_tcp(storage: Path) -> None:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def test_compact_replies_in_full_as_a_delta_or_not_at_all(storage: Path) -> None:
+    """PROTOCOL v2: ``reply`` and ``base``; every delta, applied to what the client holds,
+    gives the full reply's history."""
+    async with start_daemon(storage) as d:
+        await d.call("history/open", {"sessionId": "s"})
+        held: list[dict[str, Any]] = []
+        revision: str | None = None
+        for turn in range(6):
+            entries = [
+                text("human", f"question {turn}"),
+                *read_pair(f"r{turn}", "/w/a.py", f"content {turn}"),
+                text("ai", f"answer {turn}"),
+            ]
+            await d.call("history/append", {"sessionId": "s", "entries": entries})
+            params: dict[str, Any] = {"sessionId": "s", "reply": "delta", "at": 1_000 * turn}
+            if revision is not None and turn != 3:  # turn 3: the client lost track
+                params["base"] = revision
+            result = await d.call("history/compact", params)
+            assert "history" not in result and set(result["delta"]) == {"base", "keep", "entries"}
+            delta = result["delta"]
+            if turn == 3 or revision is None:
+                assert delta["base"] is None and delta["keep"] == 0
+            else:
+                assert delta["base"] == revision
+            held = held[: delta["keep"]] + delta["entries"]
+            full = await d.call("history/get", {"sessionId": "s"})
+            assert held == full["entries"]
+            revision = result["revision"]
+        none = await d.call("history/compact", {"sessionId": "s", "reply": "none"})
+        assert "history" not in none and "delta" not in none and none["revision"] != revision
+        assert none["cache"]["pricing"] == "anthropic"  # no model named: the strictest prices
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"reply": "some"},
+        {"base": 3, "reply": "delta"},
+        {"at": -5},
+        {"at": "now"},
+        {"at": 1.5},
+    ],
+)
+async def test_bad_compact_params_are_refused_and_change_nothing(
+    storage: Path, params: dict[str, Any]
+) -> None:
+    async with start_daemon(storage) as d:
+        await d.call("history/open", {"sessionId": "s"})
+        await d.call("history/append", {"sessionId": "s", "entries": [text("human", "hi")]})
+        before = await d.call("history/get", {"sessionId": "s"})
+        err = await d.fails("history/compact", {"sessionId": "s", **params})
+        assert err.code == -32602
+        assert await d.call("history/get", {"sessionId": "s"}) == before

@@ -1,5 +1,9 @@
 """The ``hdcontext`` command line: ``compact`` a conversation file, ``convert`` it between
-formats, ``serve`` the daemon."""
+formats, ``serve`` the daemon.
+
+Whatever it prints or writes is provider-valid (``core.validity``), or it exits non-zero
+with one line that says why; its exit codes are in ``EXIT_CODES``, shown by ``--help``.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 
 from ..core.compression.factory import STRATEGY_NAMES
@@ -18,9 +23,55 @@ from ..core.content import IContent
 from ..core.session import CompactResult, Session
 from ..core.settings import SettingError
 from ..core.tokens import ENCODING_NAME, count_text
+from ..core.tools import is_absolute, resolve_path
+from ..core.validity import problems, summary
 from ..formats.conversation import EXPORT_FORMATS, IMPORT_FORMATS, Conversation, FormatError
 from ..formats.exporters import ThinkingMode, export
-from ..formats.importers import load
+from ..formats.importers import ALL, AUTO, load, load_threads
+
+OK = 0
+OVER_LIMIT = 1
+BAD_INPUT = 2
+COMPRESSION_FAILED = 3
+NOT_VALID = 4
+
+EXIT_CODES = f"""\
+exit status:
+  {OK}  done
+  {OVER_LIMIT}  compact: the history is still over the context limit after compaction
+     (it is printed all the same)
+  {BAD_INPUT}  bad usage, or a file that cannot be read or holds no conversation
+  {COMPRESSION_FAILED}  compression failed (an LLM strategy needs a summarizer)
+  {NOT_VALID}  the history is not provider-valid and cannot be repaired (a tool result
+     without its call, a call id used twice…): nothing is written"""
+
+_LLM_HINT = (
+    "hint: middle-out and one-shot summarize with an LLM, which the command line does not "
+    "have; use --strategy high-density or top-down-truncation here, or run the LLM "
+    "strategies through the daemon (hdcontext serve), where the editor's model writes the "
+    "summary"
+)
+
+_THREAD_HELP = (
+    "Claude Code logs: which thread to read, 'main' or a sub-agent's id (agentId){all}; "
+    "default: the main thread, else the file's only sub-agent thread"
+)
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Wraps a paragraph; keeps text laid out in lines (the exit codes) as it is."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+def _version() -> str:
+    try:
+        return metadata.version("hdcontext")
+    except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree
+        return "unknown"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -28,13 +79,21 @@ def _parser() -> argparse.ArgumentParser:
         prog="hdcontext",
         description="Keep an AI agent's history dense: prune what a later write made stale, "
         "compress near the context limit.",
+        epilog=EXIT_CODES,
+        formatter_class=_Formatter,
     )
+    parser.add_argument("--version", action="version", version=f"hdcontext {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     compact = sub.add_parser(
         "compact",
         help="run history/compact on a conversation file and report tokens by pass",
+        description="Load a conversation file into a fresh session, run what history/compact "
+        "runs (density passes, then compression near the limit) and print tokens before and "
+        "after each pass, or the CompactResult as JSON.",
+        epilog=EXIT_CODES,
+        formatter_class=_Formatter,
     )
-    compact.add_argument("file", type=Path, help="a conversation (IContent JSON, or --format)")
+    compact.add_argument("file", type=Path, help="a conversation file (format detected)")
     compact.add_argument(
         "--format",
         choices=("auto", *IMPORT_FORMATS),
@@ -46,14 +105,21 @@ def _parser() -> argparse.ArgumentParser:
     compact.add_argument(
         "--workspace-root",
         default=None,
-        help="root that relative tool paths resolve against (default: the current directory)",
+        help="the directory relative tool paths resolve against (default: where the "
+        "conversation says the agent ran, such as Claude Code's cwd or a trajectory's "
+        "working directory; else the current directory)",
     )
     compact.add_argument("--json", action="store_true", help="print the CompactResult as JSON")
+    _input_options(compact, allow_all=True)
     convert = sub.add_parser(
         "convert",
         help="convert a conversation file to IContent or a provider's message format",
+        description="Write a conversation in another format; what that format cannot carry "
+        "is named on stderr.",
+        epilog=EXIT_CODES,
+        formatter_class=_Formatter,
     )
-    convert.add_argument("file", type=Path, help="a conversation file")
+    convert.add_argument("file", type=Path, help="a conversation file (format detected)")
     convert.add_argument(
         "--from",
         dest="source",
@@ -69,9 +135,16 @@ def _parser() -> argparse.ArgumentParser:
         help="openai: keep thinking in the non-standard 'reasoning_content' field "
         "(DeepSeek, vLLM); by default it is left out",
     )
+    _input_options(convert, allow_all=False)
     serve = sub.add_parser(
         "serve",
         help="run the daemon: JSON-RPC with LSP framing on stdio (default) or a TCP socket",
+        description="Run the hdcontext daemon: an editor (or any LSP client) opens sessions, "
+        "appends the agent's conversation and asks for the history to send before each model "
+        "call, with the methods of PROTOCOL.md (history/open, append, compact, get…). It "
+        "speaks JSON-RPC with LSP framing on stdio, or on a TCP socket with --tcp (loopback "
+        "unless --host says otherwise). It runs until the client "
+        "sends 'exit' or goes away; sessions persist in SQLite under the client's storageDir.",
     )
     serve.add_argument("--tcp", action="store_true", help="listen on a TCP socket, not stdio")
     serve.add_argument(
@@ -85,6 +158,22 @@ def _parser() -> argparse.ArgumentParser:
         help="hdcontext's own log level on stderr (pygls stays at WARNING: it logs messages)",
     )
     return parser
+
+
+def _input_options(parser: argparse.ArgumentParser, allow_all: bool) -> None:
+    every = ", or 'all' (each thread compacted on its own)" if allow_all else ""
+    parser.add_argument(
+        "--thread",
+        default=AUTO,
+        metavar="main|ID" + ("|all" if allow_all else ""),
+        help=_THREAD_HELP.format(all=every),
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="JSON Lines logs: fail on a line that is not a JSON record (by default it is "
+        "skipped with a warning that names the line)",
+    )
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, object]:
@@ -148,74 +237,161 @@ def _table(result: CompactResult, before_entries: int, before_tokens: int) -> st
     return "\n".join(lines)
 
 
-def _read_conversation(path: Path, fmt: str) -> tuple[Conversation, str] | None:
-    """The conversation in ``path``, or ``None`` after saying on stderr why not."""
+def _say(*parts: str) -> None:
+    print("hdcontext: " + ": ".join(parts), file=sys.stderr)
+
+
+def _read_text(path: Path) -> str | None:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
-        print(f"hdcontext: cannot read {path}: {exc.strerror}", file=sys.stderr)
-        return None
+        _say(f"cannot read {path}", str(exc.strerror))
     except UnicodeDecodeError as exc:
-        print(f"hdcontext: {path} is not UTF-8 text: {exc.reason}", file=sys.stderr)
-        return None
+        _say(f"{path} is not UTF-8 text", str(exc.reason))
+    return None
+
+
+def _refuse(path: Path, fmt: str, exc: FormatError) -> None:
+    """One line: what the file is not, and the first reason (with how many more)."""
+    reasons = str(exc).split("; ")
+    more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+    if fmt == "auto" and path.suffix in (".yaml", ".yml"):
+        _say(
+            str(path),
+            "YAML files (SWE-agent demonstrations) are not supported: give the .traj "
+            "trajectory instead, or the same content as JSON",
+        )
+        return
+    what = "a conversation hdcontext reads" if fmt == "auto" else f"a valid {fmt} conversation"
+    _say(f"{path} is not {what}", reasons[0] + more)
+
+
+def _read_threads(
+    path: Path, fmt: str, thread: str, strict: bool
+) -> tuple[list[tuple[str, Conversation]], str] | int:
+    """The conversations ``--thread`` asks for, or the exit code after saying why not."""
+    text = _read_text(path)
+    if text is None:
+        return BAD_INPUT
     try:
-        return load(text, fmt)
+        if thread == ALL:
+            threads, fmt_read = load_threads(text, fmt, strict=strict)
+        else:
+            conversation, fmt_read = load(text, fmt, strict=strict, thread=thread)
+            threads = [(thread, conversation)]
     except FormatError as exc:
-        what = "a conversation" if fmt == "auto" else f"a valid {fmt} conversation"
-        print(f"hdcontext: {path} is not {what}:", file=sys.stderr)
-        for line in str(exc).split("; ")[:20]:
-            print(f"  {line}", file=sys.stderr)
-        return None
+        _refuse(path, fmt, exc)
+        return BAD_INPUT
+    for name, conversation in threads:
+        label = path.name if len(threads) == 1 else f"{path.name} [{name}]"
+        for warning in conversation.warnings:
+            _say(label, warning)
+        if not conversation.entries:
+            _say(label, "holds no messages")
+            return BAD_INPUT
+        found = problems(conversation.entries)
+        if found:
+            _say(label, f"not provider-valid, and cannot be repaired: {summary(found)}")
+            return NOT_VALID
+    return threads, fmt_read
+
+
+def _workspace_root(args: argparse.Namespace, conversation: Conversation) -> str:
+    root: str = args.workspace_root or conversation.workspace_root or os.getcwd()
+    return resolve_path(root, "") if is_absolute(root) else os.path.abspath(root)
 
 
 def compact_main(args: argparse.Namespace) -> int:
-    loaded = _read_conversation(args.file, args.format)
-    if loaded is None:
-        return 2
-    conversation, fmt = loaded
-    root = os.path.abspath(args.workspace_root or conversation.workspace_root or os.getcwd())
+    read = _read_threads(args.file, args.format, args.thread, args.strict)
+    if isinstance(read, int):
+        return read
+    threads, fmt = read
+    outcome = OK
+    results: dict[str, object] = {}
+    for name, conversation in threads:
+        label = args.file.name if len(threads) == 1 else f"{args.file.name} [{name}]"
+        code, result = _compact_one(args, label, conversation, fmt)
+        if result is None:
+            return code
+        outcome = max(outcome, code)
+        results[name] = result
+    if args.json:
+        payload = next(iter(results.values())) if len(results) == 1 else results
+        json.dump(payload, sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
+    return outcome
+
+
+def _compact_one(
+    args: argparse.Namespace, label: str, conversation: Conversation, fmt: str
+) -> tuple[int, object | None]:
+    """(exit code, the result as JSON) of one conversation; the table is printed here."""
+    root = _workspace_root(args, conversation)
     try:
         result, n_before, t_before = asyncio.run(
             run_compact(conversation.entries, _overrides(args), root, str(args.file.resolve()))
         )
     except SettingError as exc:
-        print(f"hdcontext: {exc}", file=sys.stderr)
-        return 2
+        _say(str(exc))
+        return BAD_INPUT, None
     except (SummarizerError, CompressionError) as exc:
-        print(f"hdcontext: {exc}", file=sys.stderr)
-        return 3
-    if args.json:
-        json.dump(result.to_wire(), sys.stdout, ensure_ascii=False)
-        sys.stdout.write("\n")
-    else:
-        print(f"{args.file.name}: {fmt} · workspace root {root}")
+        _say(str(exc))
+        if isinstance(exc, SummarizerError):
+            print(f"hdcontext: {_LLM_HINT}", file=sys.stderr)
+        return COMPRESSION_FAILED, None
+    found = problems(result.history)
+    if found:  # a bug in a pass, never the input's fault: say so rather than print it
+        _say(label, f"compaction left the history not provider-valid: {summary(found)}")
+        return NOT_VALID, None
+    if not args.json:
+        print(f"{label}: {fmt} · workspace root {root}")
         if conversation.system is not None:
             tokens = count_text(conversation.system)
             print(f"system prompt: {tokens:,} tokens, kept aside (not part of the history)")
         print(_table(result, n_before, t_before))
-    return 0
+    if result.over_limit:
+        s = result.status
+        _say(
+            label,
+            f"still over the context limit after compaction: {s.total_tokens:,} tokens "
+            f"of {s.context_limit:,} (strategy {s.strategy})",
+        )
+        return OVER_LIMIT, result.to_wire()
+    return OK, result.to_wire()
 
 
 def convert_main(args: argparse.Namespace) -> int:
-    loaded = _read_conversation(args.file, args.source)
-    if loaded is None:
-        return 2
-    conversation, _ = loaded
+    if args.thread == ALL:
+        _say("convert writes one conversation: --thread main or a sub-agent's id, not all")
+        return BAD_INPUT
+    read = _read_threads(args.file, args.source, args.thread, args.strict)
+    if isinstance(read, int):
+        return read
+    threads, _ = read
+    _, conversation = threads[0]
     thinking: ThinkingMode = "reasoning_content" if args.reasoning_content else "drop"
     exported = export(conversation, args.target, thinking=thinking)
+    if exported.problems:
+        noun = "entry" if args.target == "icontent" else "message"
+        _say(
+            args.file.name,
+            f"the {args.target} output would not be provider-valid, nothing written: "
+            f"{summary(exported.problems, noun)}",
+        )
+        return NOT_VALID
     text = json.dumps(exported.payload, ensure_ascii=False) + "\n"
     if args.output is not None:
         try:
             args.output.write_text(text, encoding="utf-8")
         except OSError as exc:
-            print(f"hdcontext: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
-            return 2
+            _say(f"cannot write {args.output}", str(exc.strerror))
+            return BAD_INPUT
     else:
         sys.stdout.write(text)
     if exported.dropped:
         shown = ", ".join(f"{kind} ×{n}" for kind, n in exported.dropped.items())
-        print(f"hdcontext: {args.target} cannot carry: {shown}", file=sys.stderr)
-    return 0
+        _say(f"{args.target} cannot carry", shown)
+    return OK
 
 
 def serve_main(args: argparse.Namespace) -> int:

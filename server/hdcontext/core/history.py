@@ -75,6 +75,7 @@ class _View:
     shown: list[bool]  # False where the curated view leaves an entry out
     stamps: list[int | None]  # each entry's metadata.timestamp
     curated_tokens: list[int]  # 0 where the curated view leaves an entry out
+    origins: list[int]  # the transcript entry each comes from; -1: made here (a summary)
 
 
 @dataclass(frozen=True)
@@ -86,17 +87,20 @@ class HistorySnapshot:
     length: int
     transcript: list[Blob]
     transcript_length: int
-    totals: tuple[int, int, int, int | None]
+    totals: tuple[int, int, int, int | None, int]
 
 
 class History:
     def __init__(self, counter: Callable[[IContent], int] = count_entry) -> None:
         self._count = counter
-        self._view = _View([], [], [], [], [], [])
+        self._view = _View([], [], [], [], [], [], [])
+        self._compressed_upto = 0  # transcript entries a compression summarized, at most
         self._curated_len = 0
         self._total = 0
         self._next_key = 0
         self._changed_from: int | None = None  # first raw index changed since mark_stable
+        self._cum: list[int] = [0]  # running sums of curated tokens (tokens_between)
+        self._cum_view: _View | None = None
         self._transcript: list[Blob] = []
         self.journal = Journal()
 
@@ -145,10 +149,11 @@ class History:
         return self._transcript
 
     def curated(self) -> Entries:
-        """What a model receives: the working view without empty AI entries."""
+        """What a model receives: the working view without empty AI entries (a copy of the
+        list: later appends must not show through a reply already made)."""
         view = self._view
         if self._curated_len == len(view.raw):
-            return Entries(view.raw)
+            return Entries(view.raw[:])
         return Entries(list(compress(view.raw, view.shown)))
 
     @property
@@ -160,6 +165,36 @@ class History:
     def curated_count(self) -> int:
         return self._curated_len
 
+    def tokens_between(self, start: int, stop: int) -> int:
+        """Curated tokens of the working view's entries ``start`` to ``stop - 1``.
+
+        Running sums, kept while the view is the same object (an append extends them, a
+        rollback truncates them); any other change makes them start again, once.
+        """
+        view = self._view
+        cum = self._cum
+        if self._cum_view is not view:
+            cum = self._cum = [0]
+            self._cum_view = view
+        n = len(view.curated_tokens)
+        if len(cum) > n + 1:
+            del cum[n + 1 :]
+        running = cum[-1]
+        for count in view.curated_tokens[len(cum) - 1 :]:
+            running += count
+            cum.append(running)
+        stop = min(max(stop, 0), n)
+        start = min(max(start, 0), stop)
+        return cum[stop] - cum[start]
+
+    def curated_tokens_at(self, index: int) -> int:
+        """What the entry at ``index`` adds to the curated view (0 for a hidden one)."""
+        return self._view.curated_tokens[index]
+
+    def count(self, entry: IContent) -> int:
+        """The tokens ``entry`` would count for, by this history's counter."""
+        return self._count(entry)
+
     def curated_index(self, raw_index: int) -> int:
         """How many curated entries come before ``raw_index`` of the working view."""
         view = self._view
@@ -169,9 +204,10 @@ class History:
 
     # -- what changed since the last reply -------------------------------------------------
 
-    def mark_stable(self) -> None:
-        """The working view as it is now was handed out: count changes from here."""
-        self._changed_from = None
+    def mark_stable(self, changed_from: int | None = None) -> None:
+        """The working view as it is now was handed out: count changes from here (or, when
+        restoring a saved session, from ``changed_from``)."""
+        self._changed_from = changed_from
 
     @property
     def changed_from(self) -> int | None:
@@ -209,6 +245,7 @@ class History:
         view.shown.extend(ready.shown)
         view.stamps.extend(ready.stamps)
         view.curated_tokens.extend(contributions)
+        view.origins.extend(range(len(self._transcript), len(self._transcript) + n))
         self._curated_len += sum(ready.shown)
         self._total += sum(contributions)
         self._transcript.extend(ready.blobs)
@@ -228,12 +265,13 @@ class History:
         }
         raw, counts, keys = list(old.raw), list(old.tokens), list(old.keys)
         shown, stamps, curated = list(old.shown), list(old.stamps), list(old.curated_tokens)
+        origins = list(old.origins)
         for index, (blob, count, visible, stamp) in replaced.items():
             raw[index], counts[index], shown[index], stamps[index] = blob, count, visible, stamp
             curated[index] = count if visible else 0
         removals = sorted(set(result.removals), reverse=True)
         for index in removals:
-            for values in (raw, counts, keys, shown, stamps, curated):
+            for values in (raw, counts, keys, shown, stamps, curated, origins):
                 del values[index]
         touched = sorted({*replaced, *removals})
         if not touched:
@@ -242,7 +280,7 @@ class History:
             removed=tuple((old.keys[i], old.raw[i]) for i in touched),
             added=tuple((old.keys[i], replaced[i][0]) for i in sorted(replaced)),
         )
-        self._view = _View(raw, counts, keys, shown, stamps, curated)
+        self._view = _View(raw, counts, keys, shown, stamps, curated, origins)
         self._curated_len = sum(shown)
         self._total = sum(curated)
         self._touched(touched[0])
@@ -263,26 +301,89 @@ class History:
             known = {id(e): i for i, e in enumerate(parsed)}
         blobs: list[Blob] = []
         counts: list[int] = []
+        origins: list[int] = []
         same = 0  # entries at the head that are the very entries they were
         for j, entry in enumerate(new):
             i = known.get(id(entry))
             blobs.append(old.raw[i] if i is not None else entry_json(entry))
             counts.append(old.tokens[i] if i is not None else self._count(entry))
+            if i is not None:
+                origins.append(old.origins[i])
+            elif len(new) == len(old.raw):
+                origins.append(old.origins[j])  # rewritten in place (tool output cut short)
+            else:
+                origins.append(-1)  # a summary of several entries
             if i == j == same:
                 same += 1
         shown = [not is_empty_ai(e) for e in new]
-        self._install(blobs, counts, shown, [e.timestamp for e in new])
+        self._install(blobs, counts, shown, [e.timestamp for e in new], origins=origins)
+        if -1 in origins:
+            self._compressed_upto = len(self._transcript)
         self._touched(same)
+
+    def cut_point(self, seq: int) -> int | None:
+        """Where the working view stops deriving from transcript entries before ``seq``: the
+        first entry that comes from ``seq`` or later. ``None`` when the view cannot be cut
+        there (a summary may hold what came from ``seq`` on)."""
+        if self._compressed_upto > seq:
+            return None
+        for index, origin in enumerate(self._view.origins):
+            if origin >= seq:
+                return index
+        return len(self._view.origins)
+
+    def truncate(self, index: int) -> None:
+        """Drop the working view from ``index`` on (a fork); the transcript keeps them."""
+        old = self._view
+        if index >= len(old.raw):
+            return
+        change = Change(removed=tuple(zip(old.keys[index:], old.raw[index:], strict=True)))
+        self._view = _View(
+            old.raw[:index],
+            old.tokens[:index],
+            old.keys[:index],
+            old.shown[:index],
+            old.stamps[:index],
+            old.curated_tokens[:index],
+            old.origins[:index],
+        )
+        self._curated_len = sum(self._view.shown)
+        self._total = sum(self._view.curated_tokens)
+        self._touched(index)
+        self.journal.record(change)
+
+    def reinstate(self, seqs: Sequence[int]) -> None:
+        """Make the working view the transcript's entries ``seqs``, as they were appended
+        (a fork into history that a compression summarized: start again from the source)."""
+        blobs = [self._transcript[s] for s in seqs]
+        entries = [entry_from_json(b) for b in blobs]
+        self._install(
+            blobs,
+            [self._count(e) for e in entries],
+            [not is_empty_ai(e) for e in entries],
+            [e.timestamp for e in entries],
+            origins=list(seqs),
+        )
+        self._compressed_upto = 0
+        self._touched(0)
 
     def recalculate_total_tokens(self) -> None:
         """REQ-HD-003.6: recount every entry (after a tokenizer change, or to verify the cache)."""
         view = self._view
         counts = [self._count(e) for e in self.raw]
-        self._install(list(view.raw), counts, list(view.shown), list(view.stamps), list(view.keys))
+        self._install(
+            list(view.raw),
+            counts,
+            list(view.shown),
+            list(view.stamps),
+            list(view.keys),
+            list(view.origins),
+        )
 
     def clear(self) -> None:
         """Empty the working view. The transcript keeps everything: nothing is ever lost."""
-        self._install([], [], [], [])
+        self._install([], [], [], [], origins=[])
+        self._compressed_upto = 0
         self._touched(0)
 
     def _install(
@@ -292,6 +393,7 @@ class History:
         shown: list[bool],
         stamps: list[int | None],
         keys: list[int] | None = None,
+        origins: list[int] | None = None,
     ) -> None:
         """Install a whole new working view (with new keys, unless it brings its own)."""
         if keys is None:
@@ -304,7 +406,9 @@ class History:
         if not len(blobs) == len(counts) == len(shown) == len(stamps):
             raise ValueError("one count, flag and timestamp per entry")
         curated = [c if s else 0 for c, s in zip(counts, shown, strict=True)]
-        self._view = _View(blobs, counts, keys, shown, stamps, curated)
+        if origins is None or len(origins) != len(blobs):
+            raise ValueError("one origin per entry")
+        self._view = _View(blobs, counts, keys, shown, stamps, curated, origins)
         self._curated_len = sum(shown)
         self._total = sum(curated)
         self.journal.reset()
@@ -326,8 +430,20 @@ class History:
         entries = [entry_from_json(b) for b in raw]
         shown = [not is_empty_ai(e) for e in entries]
         stamps = [e.timestamp for e in entries]
-        self._install(list(raw), list(counts), shown, stamps, None if keys is None else list(keys))
+        # An entry stored as a reference to the transcript is the very transcript object; an
+        # edited or made one is not, and where it came from was not kept.
+        seq_of = {id(b): seq for seq, b in enumerate(transcript)}
+        origins = [seq_of.get(id(b), -1) for b in raw]
+        self._install(
+            list(raw),
+            list(counts),
+            shown,
+            stamps,
+            None if keys is None else list(keys),
+            origins,
+        )
         self._transcript = list(transcript)
+        self._compressed_upto = len(self._transcript) if -1 in origins else 0
         self._changed_from = None
 
     def snapshot(self) -> HistorySnapshot:
@@ -337,7 +453,13 @@ class History:
             len(self._view.raw),
             self._transcript,
             len(self._transcript),
-            (self._curated_len, self._total, self._next_key, self._changed_from),
+            (
+                self._curated_len,
+                self._total,
+                self._next_key,
+                self._changed_from,
+                self._compressed_upto,
+            ),
         )
 
     def restore_snapshot(self, snap: HistorySnapshot) -> None:
@@ -350,10 +472,17 @@ class History:
             view.shown,
             view.stamps,
             view.curated_tokens,
+            view.origins,
         ):
             del values[snap.length :]
         del snap.transcript[snap.transcript_length :]
         self._view = view
         self._transcript = snap.transcript
-        self._curated_len, self._total, self._next_key, self._changed_from = snap.totals
+        (
+            self._curated_len,
+            self._total,
+            self._next_key,
+            self._changed_from,
+            self._compressed_upto,
+        ) = snap.totals
         self.journal.reset()

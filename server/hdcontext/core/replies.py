@@ -86,6 +86,18 @@ class CompressionReport(_Reply):
     transcript_path: str | None
 
 
+class CacheReport(_Reply):
+    """How the returned history meets the provider's prompt cache (PROTOCOL.md "cache")."""
+
+    pricing: str
+    stable_prefix: int
+    """Entries of the returned history unchanged from the previous reply."""
+    edits_applied: int
+    edits_pending: int
+    pending_tokens: int
+    cold: bool
+
+
 class SettingsReply(_Reply):
     """``history/settings`` and ``history/setOverride``: values by wire key, and sources."""
 

@@ -11,10 +11,13 @@ functions the edge hands in).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from .cache.pricing import Pricing, pricing_for
+from .cache.schedule import Candidate, Plan, everything, plan
 from .compression.factory import get_strategy
 from .compression.prompts import COMPRESSION_PROMPT
 from .compression.types import (
@@ -24,14 +27,31 @@ from .compression.types import (
     Todo,
     can_optimize,
 )
-from .content import IContent, Metadata, dump_entries
+from .content import (
+    IContent,
+    Metadata,
+    ToolCallBlock,
+    ToolResponseBlock,
+    dump_entries,
+    entry_from_json,
+    is_empty_ai,
+)
+from .density.edits import Edit, edited_entries, result_of
 from .density.engine import DensityEngine
 from .density.types import DensityConfig, FileWrite
 from .history import History, HistorySnapshot, Prepared
-from .replies import CompressionReport, DensityCounts, DensityReport, SettingsReply, Status
+from .replies import (
+    CacheReport,
+    CompressionReport,
+    DensityCounts,
+    DensityReport,
+    SettingsReply,
+    Status,
+)
 from .settings import Resolved, Settings, resolve, validate
-from .state import SessionState
+from .state import CacheState, ReplyMark, SessionState
 from .stored import Blob, Entries
+from .sync import entry_digest, without_timestamp
 from .todos import latest_todo_write
 
 
@@ -64,6 +84,11 @@ class CompactResult:
     density: DensityReport | None
     compression: CompressionReport | None
     over_limit: bool
+    revision: str
+    """Names the returned history (a later ``reply: delta`` names it as its ``base``)."""
+    previous: str | None
+    """The revision of the previous reply, which ``cache.stablePrefix`` entries share."""
+    cache: CacheReport
     steps: tuple[Step, ...] = field(default=())
     """The passes that ran, in order (``optimize``, ``compress``, ``emergency-optimize``…)."""
 
@@ -72,14 +97,30 @@ class CompactResult:
         ``--json``; the daemon writes the history as stored instead)."""
         return {"history": dump_entries(self.history), **self.wire_fields()}
 
+    def delta(self, base: str | None) -> tuple[str | None, int, Entries]:
+        """(``delta.base``, ``delta.keep``, ``delta.entries``) for a client that holds the
+        history of revision ``base``: what changed, if it holds the previous reply."""
+        if base is None or base != self.previous:
+            return None, 0, self.history
+        keep = self.cache.stable_prefix
+        return base, keep, self.history[keep:]
+
     def wire_fields(self) -> dict[str, object]:
         """The reply of ``history/compact`` without its history (the edge adds it)."""
         return {
+            "revision": self.revision,
+            "cache": self.cache.to_wire(),
             "status": self.status.to_wire(),
             "density": self.density.to_wire() if self.density else None,
             "compression": self.compression.to_wire() if self.compression else None,
             "overLimit": self.over_limit,
         }
+
+
+@dataclass(frozen=True)
+class SyncOutcome:
+    appended: int
+    forked_at: int | None
 
 
 @dataclass(frozen=True)
@@ -101,8 +142,13 @@ class Session:
         prompt: str = COMPRESSION_PROMPT,
         export_transcript: TranscriptExporter | None = None,
         clock: Callable[[], int] = now_ms,
+        epoch: str = "",
     ) -> None:
         self.session_id = session_id
+        self.model: str | None = None
+        """The model the chat talks to (``history/open``): it picks the cache prices."""
+        self.epoch = epoch
+        """Tells this session's revisions from those of an earlier one with the same id."""
         self.history = History()
         self.overrides: dict[str, object] = {}
         self.version = 0
@@ -120,6 +166,14 @@ class Session:
         # What the density rules learnt about the history, kept between turns so that a turn
         # costs what it adds (it catches up through the history's journal).
         self._density = DensityEngine()
+        self._cache = CacheState()
+        self._applied = 0  # edits applied by the compaction under way
+        # What each proposed edit saves, counted once per edit (edits wait for many turns).
+        self._savings: dict[object, tuple[Edit, int]] = {}
+        # history/sync: the conversation as the client last sent it (transcript entries), and
+        # the digest of each as the client wrote it (a cache: rebuilt after a restart).
+        self._lineage: list[int] | None = None
+        self._client_digests: dict[int, bytes] = {}
 
     # -- settings ------------------------------------------------------------------------
 
@@ -151,6 +205,8 @@ class Session:
             threshold=r.threshold,
             strategy=r.values.strategy,
             saved_tokens=self.saved_tokens,
+            pending_tokens=self._cache.pending_tokens,
+            usage=self._cache.usage,
         )
 
     # -- content -------------------------------------------------------------------------
@@ -182,6 +238,114 @@ class Session:
         self.history.append(ready)
         self.version += 1
         self.dirty = True  # REQ-HD-002.6: new content, and only new content, sets it
+
+    # -- history/sync ---------------------------------------------------------------------
+
+    def sync_point(self, digests: Sequence[bytes]) -> int:
+        """How many of a resent conversation's entries (by ``sync.entry_digest``) the session
+        holds already, in order: the rest is new, or a fork from there."""
+        lineage = self._current_lineage()
+        held = 0
+        for seq, digest in zip(lineage, digests, strict=False):
+            if not self._sent_as(seq, digest):
+                break
+            held += 1
+        return held
+
+    def sync(self, held: int, digests: Sequence[bytes], new: Prepared) -> SyncOutcome:
+        """Follow a resent conversation whose first ``held`` entries the session has
+        (``sync_point``) and whose other entries are ``new``: fork the working view where the
+        two part, append the new ones. The transcript keeps everything."""
+        lineage = self._current_lineage()
+        forked = held < len(lineage)
+        if forked:
+            cut = self.history.cut_point(lineage[held])
+            if cut is None:
+                self.history.reinstate(lineage[:held])
+            else:
+                self.history.truncate(cut)
+        start = len(self.history.transcript_json)
+        count = len(new.blobs)
+        self.history.append(new)
+        seqs = range(start, start + count)
+        self._lineage = lineage[:held] + list(seqs)
+        self._client_digests.update(zip(seqs, digests[held:], strict=True))
+        if forked or count:
+            self.version += 1
+            self.dirty = True
+        return SyncOutcome(appended=count, forked_at=held if forked else None)
+
+    def _current_lineage(self) -> list[int]:
+        """The conversation as sync knows it; a session filled by ``append`` counts all it
+        was given."""
+        if self._lineage is None:
+            return list(range(len(self.history.transcript_json)))
+        return self._lineage
+
+    def _sent_as(self, seq: int, digest: bytes) -> bool:
+        known = self._client_digests.get(seq)
+        if known is None:
+            wire = self.history.transcript[seq].to_wire()
+            candidates = {entry_digest(wire), entry_digest(without_timestamp(wire))}
+            if digest not in candidates:
+                return False
+            self._client_digests[seq] = digest
+            return True
+        return known == digest
+
+    # -- what the provider billed ---------------------------------------------------------
+
+    def record_usage(
+        self,
+        input_tokens: int,
+        cache_read_tokens: int | None = None,
+        cache_write_tokens: int | None = None,
+        output_tokens: int | None = None,
+    ) -> None:
+        """``history/usage``: add a call's bill to the totals. A call that neither read nor
+        wrote the cache says the provider is not caching this conversation: the schedule
+        then treats the cache as cold (nothing cached can be lost)."""
+        usage = self._cache.usage
+        read = cache_read_tokens or 0
+        write = cache_write_tokens or 0
+        total = usage.model_copy(
+            update={
+                "calls": usage.calls + 1,
+                "input_tokens": usage.input_tokens + input_tokens,
+                "cache_read_tokens": usage.cache_read_tokens + read,
+                "cache_write_tokens": usage.cache_write_tokens + write,
+                "output_tokens": usage.output_tokens + (output_tokens or 0),
+            }
+        )
+        not_caching = input_tokens > 0 and read == 0 and write == 0
+        ledger = replace(self._cache.ledger, cold_reported=not_caching)
+        self._cache = replace(self._cache, usage=total, ledger=ledger)
+        self.version += 1
+
+    # -- what density took away -----------------------------------------------------------
+
+    def retrieve(self, call_id: str) -> tuple[ToolCallBlock | None, ToolResponseBlock]:
+        """A tool call and its latest response as they were appended (KeyError if no
+        response has that id). Only entries that mention the id are parsed."""
+        needle = json.dumps(call_id).encode("utf-8", "surrogatepass")
+        transcript = self.history.transcript_json
+        response: ToolResponseBlock | None = None
+        at = len(transcript)
+        for seq in range(len(transcript) - 1, -1, -1):
+            if needle in transcript[seq]:
+                for block in entry_from_json(transcript[seq]).blocks:
+                    if isinstance(block, ToolResponseBlock) and block.call_id == call_id:
+                        response, at = block, seq
+            if response is not None:
+                break
+        if response is None:
+            raise KeyError(call_id)
+        for seq in range(at, -1, -1):
+            if needle in transcript[seq]:
+                for block in entry_from_json(transcript[seq]).blocks:
+                    if isinstance(block, ToolCallBlock) and block.id == call_id:
+                        return block, response
+        return None, response
 
     def note_write(self, path: str, when: int | None = None) -> None:
         """A file written outside the history (disk, didSave). ``path`` is already resolved."""
@@ -218,6 +382,7 @@ class Session:
         self.history.clear()
         self.version += 1
         self.dirty = False
+        self._cache = replace(self._cache, density_saved=0, pending_tokens=0, pending_edits=0)
 
     # -- compaction ----------------------------------------------------------------------
 
@@ -234,18 +399,29 @@ class Session:
             write_tools=frozenset(v.write_tools),
             shell_tools=frozenset(v.shell_tools),
             external_writes=writes,
+            keep_latest_view=v.keep_latest_view,
         )
 
-    def _optimize(self, r: Resolved) -> DensityReport:
+    def _optimize(self, r: Resolved, schedule: Callable[[list[Edit]], Plan]) -> DensityReport:
         """The continuous strategy's ``optimize`` (high-density's: the density engine, which
-        the session keeps across turns instead of folding it cold every time)."""
-        before = self.history.total_tokens
-        result = self._density.optimize(self.history, self.density_config(r))
+        the session keeps across turns instead of folding it cold every time), with the edits
+        ``schedule`` picks applied; the others are left pending."""
+        history = self.history
+        before = history.total_tokens
+        chosen = schedule(self._density.proposals(history, self.density_config(r)))
+        self._applied += len(chosen.apply)
+        result = result_of([c.edit for c in chosen.apply], history.position, self._entry)
         if not result.is_empty:  # REQ-HD-002.4 / 002.5
-            self.history.apply_density_result(result)
+            history.apply_density_result(result)
             self.version += 1
-        after = self.history.total_tokens
+        after = history.total_tokens
         self.saved_tokens += before - after
+        self._cache = replace(
+            self._cache,
+            density_saved=self._cache.density_saved + before - after,
+            pending_tokens=chosen.waiting_tokens,
+            pending_edits=len(chosen.wait),
+        )
         return DensityReport(
             removals=len(result.removals),
             replacements=len(result.replacements),
@@ -253,6 +429,57 @@ class Session:
             tokens_before=before,
             tokens_after=after,
         )
+
+    def _entry(self, key: int) -> IContent:
+        index = self.history.position(key)
+        if index is None:
+            raise RuntimeError("a density edit names an entry the history does not hold")
+        return self.history.raw[index]
+
+    def _candidates(self, edits: list[Edit]) -> list[Candidate]:
+        """Each edit with where it starts and what it saves (counted once per edit)."""
+        history = self.history
+        known = self._savings
+        self._savings = {}
+        out: list[Candidate] = []
+        for edit in edits:
+            key = (edit.rule, tuple((b.key, b.block, b.new is None) for b in edit.blocks))
+            cached = known.get(key)
+            if cached is not None and cached[0] == edit:
+                saving = cached[1]
+            else:
+                saving = 0
+                for k, (_, new) in edited_entries([edit], self._entry).items():
+                    index = history.position(k)
+                    assert index is not None
+                    kept = 0 if new is None or is_empty_ai(new) else history.count(new)
+                    saving += history.curated_tokens_at(index) - kept
+            self._savings[key] = (edit, saving)
+            start = min(p for k in edit.keys if (p := history.position(k)) is not None)
+            out.append(Candidate(edit, start, saving))
+        return out
+
+    def _scheduler(
+        self, r: Resolved, pricing: Pricing, cached_end: int, all_now: bool
+    ) -> Callable[[list[Edit]], Plan]:
+        """How this compaction picks edits: all of them (the seeds' schedule, a cold cache,
+        a rewrite coming anyway), or as the cache-aware schedule says."""
+
+        def schedule(edits: list[Edit]) -> Plan:
+            candidates = [Candidate(e, 0, 0) for e in edits]
+            if all_now or r.values.schedule == "every-turn":
+                return everything(candidates)
+            ledger = self._cache.ledger
+            return plan(
+                self._candidates(edits),
+                cached_end=cached_end,
+                tokens_between=self.history.tokens_between,
+                pricing=pricing,
+                horizon=ledger.horizon(),
+                budget=ledger.budget(),
+            )
+
+        return schedule
 
     async def _compress(self, strategy: CompressionStrategy, r: Resolved) -> CompressionReport:
         before = self.history.total_tokens
@@ -293,48 +520,114 @@ class Session:
             transcript_path=transcript_path,
         )
 
-    async def compact(self, pending_tokens: int = 0) -> CompactResult:
-        """``history/compact``: optimize, then compress near the limit (REQ-HD-002).
+    async def compact(self, pending_tokens: int = 0, at: int | None = None) -> CompactResult:
+        """``history/compact``: optimize, then compress near the limit (REQ-HD-002), for a
+        model call made at ``at`` (ms; default now).
 
-        A failure leaves the session part-way: callers that must answer "all or nothing"
-        take a ``snapshot`` first and ``restore`` it (the daemon's registry does).
+        Density edits apply as ``compression.density.schedule`` says: all at once
+        (``every-turn``), or when they pay under the provider's prompt cache
+        (``cache-aware``: ``cache/schedule.py``). A failure leaves the session part-way:
+        callers that must answer "all or nothing" take a ``snapshot`` first and ``restore``
+        it (the daemon's registry does).
         """
+        at = self._clock() if at is None else at
         pending = max(0, pending_tokens)
+        self._applied = 0
         r = self.resolved()
         limit = r.values.context_limit
         strategy = get_strategy(r.values.strategy)
+        pricing = pricing_for(r.values, self.model)
+        history = self.history
+        mark = self._cache.reply
+        warm = self._cache.ledger.warm(at, pricing)
+        cached_end = _unchanged(mark, history.changed_from) if warm else 0
         steps: list[Step] = []
         density: DensityReport | None = None
         compression: CompressionReport | None = None
         optimizes = strategy.trigger.mode == "continuous" and can_optimize(strategy)
+        edits_waiting = self._cache.pending_edits > 0
 
-        if optimizes and self.dirty:  # REQ-HD-002.1-002.3
-            density = self._optimize(r)
+        if optimizes and (self.dirty or edits_waiting):  # REQ-HD-002.1-002.3
+            # Compression would rewrite the history, and a cold cache holds nothing: in
+            # either case every edit applies now (and may spare the compression).
+            due = history.total_tokens + pending >= r.threshold * limit
+            schedule = self._scheduler(r, pricing, cached_end, all_now=due or not warm)
+            density = self._optimize(r, schedule)
             steps.append(Step("optimize", density.tokens_before, density.tokens_after))
         self.dirty = False  # REQ-HD-002.7
 
-        if self.history.total_tokens + pending >= r.threshold * limit:
+        if history.total_tokens + pending >= r.threshold * limit:
             compression = await self._compress(strategy, r)
             steps.append(Step("compress", compression.tokens_before, compression.tokens_after))
 
-        if self.history.total_tokens + pending > limit:  # REQ-HD-002.8
+        if history.total_tokens + pending > limit:  # REQ-HD-002.8
             if optimizes:
-                extra = self._optimize(r)
+                extra = self._optimize(r, self._scheduler(r, pricing, 0, all_now=True))
                 density = _merge_density(density, extra)
                 steps.append(Step("emergency-optimize", extra.tokens_before, extra.tokens_after))
             again = await self._compress(strategy, r)
             compression = _merge_compression(compression, again)
             steps.append(Step("emergency-compress", again.tokens_before, again.tokens_after))
 
-        over = self.history.total_tokens + pending > limit
+        over = history.total_tokens + pending > limit
+        return self._reply(at, r, pricing, warm, density, compression, over, tuple(steps))
+
+    def _reply(
+        self,
+        at: int,
+        r: Resolved,
+        pricing: Pricing,
+        warm: bool,
+        density: DensityReport | None,
+        compression: CompressionReport | None,
+        over: bool,
+        steps: tuple[Step, ...],
+    ) -> CompactResult:
+        """The compaction's answer; remember it as what the provider will cache next."""
+        history = self.history
+        cache = self._cache
+        mark = cache.reply
+        curated = history.curated()
+        stable_raw = min(_unchanged(mark, history.changed_from), len(history.raw_json))
+        total = history.total_tokens
+        ledger = cache.ledger.record(
+            at=at,
+            warm=warm,
+            stable_tokens=history.tokens_between(0, stable_raw),
+            total=total,
+            off_total=total + cache.density_saved,
+            pricing=pricing,
+        )
+        revision = mark.revision + 1
+        self._cache = replace(
+            cache,
+            ledger=ledger,
+            reply=ReplyMark(revision, len(history.raw_json), len(curated)),
+        )
+        history.mark_stable()
+        report = CacheReport(
+            pricing=pricing.name,
+            stable_prefix=history.curated_index(stable_raw),
+            edits_applied=self._applied,
+            edits_pending=cache.pending_edits,
+            pending_tokens=cache.pending_tokens,
+            cold=not warm,
+        )
+        previous = self._revision(mark.revision) if mark.revision else None
         return CompactResult(
-            history=self.history.curated(),
+            history=curated,
             status=self.status(r),
             density=density,
             compression=compression,
             over_limit=over,
-            steps=tuple(steps),
+            revision=self._revision(revision),
+            previous=previous,
+            cache=report,
+            steps=steps,
         )
+
+    def _revision(self, n: int) -> str:
+        return f"{self.epoch}-{n}" if self.epoch else str(n)
 
     # -- all or nothing ------------------------------------------------------------------
 
@@ -347,6 +640,10 @@ class Session:
         """Put the session back as it was at ``snap`` (the one rollback path)."""
         self.history.restore_snapshot(snap.history)
         self.import_state(snap.state)
+        self._savings = {}  # keys of entries appended after the snapshot may come back
+        self._client_digests = {
+            k: v for k, v in self._client_digests.items() if k < len(self.history.transcript_json)
+        }
 
     # -- persistence (used only by the daemon's store) -----------------------------------
     # The store saves the history through ``raw_json``/``tokens``/``transcript_json`` and
@@ -363,6 +660,13 @@ class Session:
             todos=tuple(self._todos),
             todos_since=self._todos_since,
             writes=dict(self._writes),
+            model=self.model,
+            epoch=self.epoch,
+            lineage=None if self._lineage is None else tuple(self._lineage),
+            cache=replace(
+                self._cache,
+                reply=replace(self._cache.reply, changed_from=self.history.changed_from),
+            ),
         )
 
     def import_state(self, state: SessionState) -> None:
@@ -373,6 +677,16 @@ class Session:
         self._todos = list(state.todos)
         self._todos_since = state.todos_since
         self._writes = dict(state.writes)
+        self.model = state.model
+        self.epoch = state.epoch
+        self._cache = state.cache
+        self._lineage = None if state.lineage is None else list(state.lineage)
+        self.history.mark_stable(state.cache.reply.changed_from)
+
+
+def _unchanged(mark: ReplyMark, changed_from: int | None) -> int:
+    """How many entries at the head of the working view are as the previous reply had them."""
+    return mark.raw_len if changed_from is None else min(mark.raw_len, changed_from)
 
 
 def _merge_density(first: DensityReport | None, second: DensityReport) -> DensityReport:

@@ -30,13 +30,15 @@ from functools import lru_cache
 
 from .shell_lex import HEREDOC_OPS, Ambiguous, Op, Token, Word, tokenize
 from .shell_programs import files_of
-from .tools import resolve_path
+from .tools import is_absolute, resolve_path
 
 # Parameter keys agents use for the command and for its working directory.
 COMMAND_KEYS: tuple[str, ...] = ("command", "cmd")
 CWD_KEYS: tuple[str, ...] = ("cwd", "workdir", "directory")
 
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
+_WHOLE_READERS = frozenset({"cat", "nl"})
+"""Programs that show the whole of each file they read (with line numbers, for ``nl``)."""
 _READ_REDIRECTS = frozenset({"<", "<<<", *HEREDOC_OPS})
 _DUP_REDIRECTS = frozenset({">&", "<&"})
 _CHAIN = frozenset({"&&", ";"})
@@ -99,6 +101,12 @@ class ShellEffect:
     pure_read: bool = False
     """One read and nothing else (``cd DIR &&`` prefixes and stdin filters allowed): the
     command's whole output is stale once every file in ``reads`` is."""
+    full_reads: tuple[str, ...] = ()
+    """Files of ``reads`` whose whole content reached the output (``cat``/``nl`` with no
+    stage after it): a full view of the file, not a part of it."""
+    whole_writes: tuple[str, ...] = ()
+    """Files of ``writes`` whose whole new content is in the command itself (``cat <<EOF >
+    FILE``): the command is a full view of what the file holds after it."""
     changes_directory: bool = False
     final_cwd: str | None = None
     """The working directory after the command (``None``: unknown)."""
@@ -136,6 +144,8 @@ class _Stage:
     is_read: bool = False  # a recognised read command with files of its own
     is_filter: bool = False  # reads stdin only, writes stdout only
     known: bool = True  # every file it names resolved
+    whole: bool = False  # it outputs its files whole (cat, nl)
+    heredoc_to: str | None = None  # ``cat <<EOF > FILE``: the file the here-document becomes
 
 
 # -- the parameters of a shell call -------------------------------------------------------
@@ -224,6 +234,8 @@ def shell_effect(command: str, cwd: str | None) -> ShellEffect | None:
         return None
     reads: list[str] = []
     writes: list[str] = []
+    full_reads: list[str] = []
+    whole_writes: list[str] = []
     changes = False
     non_cd: list[tuple[int, list[_Stage]]] = []
     for index, (joiner_after, pipeline) in enumerate(chain):
@@ -236,9 +248,13 @@ def shell_effect(command: str, cwd: str | None) -> ShellEffect | None:
         stages = [_stage(cmd, cwd) for cmd in pipeline]
         non_cd.append((index, stages))
         reads.extend(_pipeline_reads(stages))
+        if len(stages) == 1 and stages[0].whole and stages[0].is_read:
+            full_reads.extend(stages[0].reads)
         guaranteed = all(j == "&&" for j, _ in chain[index:-1])
         if guaranteed:
             writes.extend(stages[-1].writes)  # earlier stages may fail unseen
+            if len(stages) == 1 and stages[0].heredoc_to is not None:
+                whole_writes.append(stages[0].heredoc_to)
     pure = (
         len(non_cd) == 1
         and non_cd[0][0] == len(chain) - 1
@@ -249,6 +265,8 @@ def shell_effect(command: str, cwd: str | None) -> ShellEffect | None:
         reads=tuple(dict.fromkeys(reads)),
         writes=tuple(dict.fromkeys(writes)),
         pure_read=pure,
+        full_reads=tuple(dict.fromkeys(full_reads)),
+        whole_writes=tuple(dict.fromkeys(whole_writes)),
         changes_directory=changes,
         final_cwd=cwd,
     )
@@ -325,7 +343,7 @@ def _cd(command: _Command, cwd: str | None, joiner_after: str) -> str | None:
 
 
 def _resolve(path: str, cwd: str | None) -> str | None:
-    if path.startswith("/"):
+    if is_absolute(path):
         return resolve_path(path, "")
     if cwd is None:
         return None
@@ -361,11 +379,14 @@ def _is_pure_read(stages: Sequence[_Stage]) -> bool:
 
 def _stage(command: _Command, cwd: str | None) -> _Stage:
     redirect_writes: list[str] = []
+    truncating: list[str] = []  # files a plain ``>`` replaces
     known = True
     stdin_redirected = False
+    heredoc = False
     for op, target in command.redirects:
         if op.text in _READ_REDIRECTS:
             stdin_redirected = True
+            heredoc = heredoc or op.text in HEREDOC_OPS
             continue
         if op.text in _DUP_REDIRECTS:
             if target.text.isdigit() or target.text == "-":
@@ -379,6 +400,8 @@ def _stage(command: _Command, cwd: str | None) -> _Stage:
             known = False
         elif not _is_device(path):
             redirect_writes.append(path)
+            if op.text in (">", ">|") and not op.fd:
+                truncating.append(path)
     name = command.name
     args = command.words[1:]
     recognised = None
@@ -391,12 +414,25 @@ def _stage(command: _Command, cwd: str | None) -> _Stage:
     real_writes = tuple(p for p in writes if not _is_device(p))
     # tee copies its input to its output: still a filter when it writes files.
     is_filter = not reads and files_known and (not writes or name == "tee")
+    # ``cat <<EOF > FILE`` (and nothing else): the command text holds the file's new content.
+    heredoc_to = None
+    if (
+        name == "cat"
+        and heredoc
+        and not args
+        and len(redirect_writes) == 1
+        and truncating == redirect_writes
+        and known
+    ):
+        heredoc_to = truncating[0]
     return _Stage(
         reads=real_reads,
         writes=tuple(redirect_writes) + real_writes,
         is_read=bool(real_reads) and not writes,
         is_filter=is_filter and not stdin_redirected and not redirect_writes,
         known=known and files_known,
+        whole=name in _WHOLE_READERS and not redirect_writes,
+        heredoc_to=heredoc_to,
     )
 
 

@@ -3,10 +3,37 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .cache.ledger import CostLedger
 from .compression.types import Todo
+from .replies import Usage
+from .sync import ranges, unrange
+
+
+@dataclass(frozen=True)
+class ReplyMark:
+    """The history the previous ``history/compact`` returned: its revision and length (what
+    the provider may hold in its prompt cache), and since when the view changed under it."""
+
+    revision: int = 0
+    raw_len: int = 0
+    curated_len: int = 0
+    changed_from: int | None = None
+
+
+@dataclass(frozen=True)
+class CacheState:
+    """What the cache-aware schedule carries from one call to the next."""
+
+    ledger: CostLedger = field(default_factory=CostLedger)
+    reply: ReplyMark = field(default_factory=ReplyMark)
+    density_saved: int = 0
+    """Tokens density edits took out since the history was last rewritten whole."""
+    pending_tokens: int = 0
+    pending_edits: int = 0
+    usage: Usage = field(default_factory=Usage)
 
 
 @dataclass(frozen=True)
@@ -18,6 +45,12 @@ class SessionState:
     todos: tuple[Todo, ...]
     todos_since: int
     writes: dict[str, int]
+    model: str | None = None
+    epoch: str = ""
+    cache: CacheState = field(default_factory=CacheState)
+    lineage: tuple[int, ...] | None = None
+    """The transcript entries that make up the conversation as ``history/sync`` last saw it
+    (``None``: never synced)."""
 
     def to_json(self) -> str:
         return json.dumps(
@@ -29,6 +62,10 @@ class SessionState:
                 "todos": [_todo_to_json(t) for t in self.todos],
                 "todosSince": self.todos_since,
                 "writes": self.writes,
+                "model": self.model,
+                "epoch": self.epoch,
+                "cache": _cache_to_json(self.cache),
+                "lineage": None if self.lineage is None else ranges(list(self.lineage)),
             },
             ensure_ascii=False,
         )
@@ -44,6 +81,10 @@ class SessionState:
             todos=tuple(_todo_from_json(t) for t in raw["todos"]),
             todos_since=int(raw["todosSince"]),
             writes={str(k): int(v) for k, v in raw["writes"].items()},
+            model=raw.get("model"),
+            epoch=str(raw.get("epoch", "")),
+            cache=_cache_from_json(raw.get("cache")),
+            lineage=None if raw.get("lineage") is None else tuple(unrange(raw["lineage"])),
         )
 
 
@@ -62,4 +103,24 @@ def _todo_from_json(raw: dict[str, Any]) -> Todo:
         content=str(raw["content"]),
         status=str(raw["status"]),
         subtasks=tuple(_todo_from_json(t) for t in raw.get("subtasks", [])),
+    )
+
+
+def _cache_to_json(cache: CacheState) -> dict[str, Any]:
+    out = asdict(cache)
+    out["usage"] = cache.usage.model_dump()
+    return out
+
+
+def _cache_from_json(raw: object) -> CacheState:
+    """The saved cache state, or a fresh one (a session saved before there was any)."""
+    if not isinstance(raw, dict):
+        return CacheState()
+    return CacheState(
+        ledger=CostLedger(**raw["ledger"]),
+        reply=ReplyMark(**raw["reply"]),
+        density_saved=int(raw["density_saved"]),
+        pending_tokens=int(raw["pending_tokens"]),
+        pending_edits=int(raw["pending_edits"]),
+        usage=Usage.model_validate(raw["usage"]),
     )

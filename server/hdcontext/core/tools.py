@@ -6,7 +6,9 @@ we expect is skipped, never an error (REQ-HD-013.5).
 
 from __future__ import annotations
 
+import ntpath
 import posixpath
+import re
 from collections.abc import Mapping, Sequence
 
 from .content import IContent, ToolCallBlock, ToolResponseBlock
@@ -15,7 +17,8 @@ from .content import IContent, ToolCallBlock, ToolResponseBlock
 # (Claude Code's NotebookEdit, opencode's camelCase tools).
 PATH_KEYS: tuple[str, ...] = ("file_path", "absolute_path", "path", "notebook_path", "filePath")
 
-# REQ-HD-005.9: a path with one of these is a pattern, not a file.
+# REQ-HD-005.9: an entry of a many-file read's list with one of these is a pattern, not a
+# file. A single-file tool's path is always a file: ``app/[slug]/page.tsx`` is a Next.js route.
 GLOB_CHARS = frozenset("*?[{")
 
 MULTI_PATH_KEYS: tuple[str, ...] = ("paths", "file_paths")
@@ -67,7 +70,7 @@ def extract_paths(parameters: object) -> tuple[list[str], bool] | None:
     single = extract_path(parameters)
     if single is None:
         return None
-    return ([], True) if is_glob(single) else ([single], False)
+    return [single], False
 
 
 def path_parameters(parameters: object) -> object:
@@ -80,12 +83,36 @@ def path_parameters(parameters: object) -> object:
 
 
 def is_glob(path: str) -> bool:
+    """Whether an entry of a many-file read's list is a pattern (never asked of one path)."""
     return any(ch in GLOB_CHARS for ch in path)
 
 
+# A drive (``C:\``, ``c:/``) or a UNC share (``\\server\share``) starts a Windows path.
+_WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\[^\\/]+[\\/])")
+
+
+def is_windows_path(path: str) -> bool:
+    """An absolute Windows path: one on a drive letter or a UNC share."""
+    return _WINDOWS_ABSOLUTE.match(path) is not None
+
+
+def is_absolute(path: str) -> bool:
+    r"""Absolute on either kind of system: ``/…``, ``C:\…``, ``\\server\share\…``."""
+    return posixpath.isabs(path) or is_windows_path(path)
+
+
 def resolve_path(path: str, workspace_root: str) -> str:
-    """Like Node's ``path.resolve(root, p)``: absolute and normalized, no case folding,
-    no symlink resolution (REQ-HD-005.5, REQ-HD-005.11)."""
+    r"""Like Node's ``path.resolve(root, p)``: absolute and normalized, no case folding,
+    no symlink resolution (REQ-HD-005.5, REQ-HD-005.11).
+
+    Windows paths resolve as Node's ``path.win32`` would: a session recorded on Windows has
+    ``C:\Users\…`` paths and a ``C:\…`` root, and a relative path joins that root with
+    backslashes. Drive letters keep their case: paths are still compared exactly.
+    """
+    if is_windows_path(path):
+        return ntpath.normpath(path)
+    if is_windows_path(workspace_root) and not posixpath.isabs(path):
+        return ntpath.normpath(ntpath.join(workspace_root, path))
     if not posixpath.isabs(path) and workspace_root:
         path = posixpath.join(workspace_root, path)
     normalized = posixpath.normpath(path)

@@ -15,16 +15,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import traceback
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from ..core.compression.types import CompressionError, SummarizerError
-from ..core.content import IContent, entries_json
+from ..core.content import Block, IContent, entries_json
 from ..core.replies import Status
-from ..core.session import Session, SessionSummarizer
+from ..core.session import CompactResult, Session, SessionSummarizer, SyncOutcome
 from ..core.settings import FIELDS, SettingError, resolve
 from ..core.stored import Entries
+from ..core.sync import entry_digest
 from . import memory
 from .ide_settings import IdeSettings
 from .json_text import JsonText
@@ -38,16 +40,21 @@ from .wire import (
     GetParams,
     ListParams,
     OpenParams,
+    RetrieveParams,
     SessionParams,
     SetOverrideParams,
+    SyncParams,
     TodosParams,
+    UsageParams,
     WireError,
     internal_error,
     invalid_params,
+    parse_entries_from,
     parse_entries_param,
     parse_params,
     parse_todos_param,
     summarizer_failed,
+    unknown_call,
     unknown_session,
 )
 
@@ -104,6 +111,7 @@ class Daemon:
             summarizer=self.client.summarizer(session_id),
             prompt=self._prompt,
             export_transcript=lambda entries: self.store.export_transcript(session_id, entries),
+            epoch=uuid.uuid4().hex[:8],
         )
 
     def workspace_root(self) -> str:
@@ -178,20 +186,76 @@ class Daemon:
 
     async def open(self, raw: object) -> dict[str, Any]:
         p = parse_params(OpenParams, raw)
-        overrides: dict[str, object] = {}
-        if p.context_limit is not None:
-            # The chat's model limit is this session's contextLimit: an override, so it wins
-            # over the IDE setting and history/settings shows where it came from.
-            overrides["contextLimit"] = p.context_limit
+        # The chat's model limit is this session's contextLimit: an override, so it wins over
+        # the IDE setting and history/settings shows where it came from.
         async with self.registry.lock(p.session_id):
-            try:
-                session = await self.registry.open(p.session_id, p.model, overrides)
-            except SettingError as err:
-                raise invalid_params([f"contextLimit: {err}"]) from None
+            session = await self._open(p.session_id, p.model, p.context_limit)
             self._notify(session)
             status = session.status().to_wire()
         await self.update_watcher()
         return status
+
+    async def sync(self, raw: object) -> dict[str, Any]:
+        """``history/sync``: the whole conversation again; append what is new, fork where it
+        parts from what the session holds (nothing validated twice, nothing counted twice)."""
+        p = parse_params(SyncParams, raw)
+        digests = await asyncio.to_thread(lambda: [entry_digest(e) for e in p.entries])
+        async with self.registry.lock(p.session_id):
+            session = await self.registry.find(p.session_id)
+            held = session.sync_point(digests) if session is not None else 0
+            new = parse_entries_from(p.entries, held)
+            if session is None:
+                session = await self._open(p.session_id, None, None)
+            prepared = await asyncio.to_thread(session.prepare, new)
+
+            def change() -> SyncOutcome:
+                if p.model:
+                    session.model = p.model
+                if p.context_limit is not None:
+                    session.set_override("contextLimit", p.context_limit)
+                return session.sync(held, digests, prepared)
+
+            outcome = await self.registry.commit(session, change, model=p.model)
+            self._notify(session)
+            reply = session.status().to_wire()
+        if len(new) >= memory.LARGE_APPEND:
+            memory.release()
+            self._large.add(p.session_id)
+        await self.update_watcher()
+        return {**reply, "appended": outcome.appended, "forkedAt": outcome.forked_at}
+
+    async def _open(self, session_id: str, model: str | None, limit: int | None) -> Session:
+        overrides: dict[str, object] = {} if limit is None else {"contextLimit": limit}
+        try:
+            return await self.registry.open(session_id, model, overrides)
+        except SettingError as err:
+            raise invalid_params([f"contextLimit: {err}"]) from None
+
+    async def usage(self, raw: object) -> dict[str, Any]:
+        p = parse_params(UsageParams, raw)
+        async with self.registry.lock(p.session_id):
+            session = await self.registry.get(p.session_id)
+            await self.registry.commit(
+                session,
+                lambda: session.record_usage(
+                    p.input_tokens, p.cache_read_tokens, p.cache_write_tokens, p.output_tokens
+                ),
+            )
+            self._notify(session)
+            return session.status().to_wire()
+
+    async def retrieve(self, raw: object) -> dict[str, Any]:
+        p = parse_params(RetrieveParams, raw)
+        async with self.registry.lock(p.session_id):
+            session = await self.registry.get(p.session_id)
+            try:
+                call, response = await asyncio.to_thread(session.retrieve, p.call_id)
+            except KeyError:
+                raise unknown_call(p.call_id, p.session_id) from None
+            return {
+                "call": _block_json(call) if call is not None else None,
+                "response": _block_json(response),
+            }
 
     async def append(self, raw: object) -> dict[str, Any]:
         p = parse_params(AppendParams, raw)
@@ -218,7 +282,7 @@ class Daemon:
             await self._settle_disk(session)
             try:
                 result = await self.registry.commit(
-                    session, lambda: session.compact(p.pending_tokens), cancellable=True
+                    session, lambda: session.compact(p.pending_tokens, p.at), cancellable=True
                 )
             except SummarizerError as err:
                 raise summarizer_failed(str(err)) from None
@@ -226,7 +290,7 @@ class Daemon:
                 provider = session.resolved().values.summarizer_provider
                 raise summarizer_failed(f"summarizer '{provider}' failed: {err}") from None
             self._notify(session, result.status)
-            reply = {"history": history_json(result.history), **result.wire_fields()}
+            reply = _compact_reply(result, p.reply, p.base)
         if p.session_id in self._large:
             self._large.discard(p.session_id)
             memory.release()  # so does the first look at a large batch of entries
@@ -311,3 +375,20 @@ class Daemon:
     async def list(self, raw: object) -> dict[str, Any]:
         parse_params(ListParams, raw)
         return {"sessions": [s.to_wire() for s in await self.registry.statuses()]}
+
+
+def _compact_reply(result: CompactResult, reply: str, base: str | None) -> dict[str, Any]:
+    """``history/compact``'s answer with the history as the client asked: whole, as what
+    changed since the revision it holds, or not at all."""
+    fields: dict[str, Any] = result.wire_fields()
+    if reply == "full":
+        return {"history": history_json(result.history), **fields}
+    if reply == "delta":
+        held, keep, entries = result.delta(base)
+        return {"delta": {"base": held, "keep": keep, "entries": history_json(entries)}, **fields}
+    return fields
+
+
+def _block_json(block: Block) -> Any:
+    """A block as the client sent it (the keys it gave, camelCase)."""
+    return block.model_dump(mode="json", by_alias=True, exclude_unset=True)

@@ -23,8 +23,15 @@ class JsonText:
 
 
 def holds_text(value: object) -> bool:
-    """Whether a reply (a dict) holds JSON text among its values."""
-    return isinstance(value, dict) and any(isinstance(v, JsonText) for v in value.values())
+    """Whether a reply (a dict) holds JSON text among its values, or one level down (the
+    ``delta`` of ``history/compact``)."""
+    if not isinstance(value, dict):
+        return False
+    return any(
+        isinstance(v, JsonText)
+        or (isinstance(v, dict) and any(isinstance(w, JsonText) for w in v.values()))
+        for v in value.values()
+    )
 
 
 def encode(value: object) -> list[bytes]:

@@ -393,6 +393,9 @@ Handler = Callable[[Daemon, object], Awaitable[Any]]
 METHODS: dict[str, Handler] = {
     "history/open": Daemon.open,
     "history/append": Daemon.append,
+    "history/sync": Daemon.sync,
+    "history/usage": Daemon.usage,
+    "history/retrieve": Daemon.retrieve,
     "history/compact": Daemon.compact,
     "history/get": Daemon.get,
     "history/setOverride": Daemon.set_override,

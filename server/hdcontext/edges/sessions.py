@@ -89,6 +89,10 @@ class Registry:
     def loaded(self) -> list[Session]:
         return list(self._sessions.values())
 
+    async def find(self, session_id: str) -> Session | None:
+        """The session, loaded from the store if need be; ``None`` if it is in neither."""
+        return await self._load(session_id)
+
     async def get(self, session_id: str) -> Session:
         """The session, loaded from the store if need be; UnknownSession if it is in neither."""
         session = await self._load(session_id)
@@ -106,6 +110,7 @@ class Registry:
         session = await self._load(session_id)
         if session is None:
             session = self._make(session_id)
+            session.model = model
             for key, value in overrides.items():
                 session.set_override(key, value)
             await to_completion(self._store.create(session_id, session.export_state(), model))
@@ -114,6 +119,8 @@ class Registry:
         if overrides or model:
 
             def change() -> None:
+                if model:
+                    session.model = model
                 for key, value in overrides.items():
                     session.set_override(key, value)
 
@@ -140,6 +147,7 @@ class Registry:
         session = self._make(stored.session_id)
         session.history.restore(stored.raw, stored.counts, stored.transcript, stored.keys)
         session.import_state(stored.state)
+        session.model = session.model or stored.model  # saved before the state carried it
         return session
 
     def _register(self, session: Session, saved: _Saved) -> None:

@@ -15,12 +15,19 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints,
 from pygls.exceptions import JsonRpcException
 
 from ..core.compression.types import Todo
-from ..core.content import ContentError, IContent, parse_entries, validation_messages
+from ..core.content import (
+    ContentError,
+    IContent,
+    parse_entries,
+    parse_entry,
+    validation_messages,
+)
 from ..core.todos import parse_todos
 
 INVALID_PARAMS = -32602
 UNKNOWN_SESSION = -32001
 SUMMARIZER_FAILED = -32002
+UNKNOWN_CALL = -32003
 INTERNAL_ERROR = -32603
 SERVER_NOT_INITIALIZED = -32002  # LSP's own code for a request before ``initialize``
 
@@ -41,6 +48,12 @@ def invalid_params(problems: list[str]) -> WireError:
 
 def unknown_session(session_id: str) -> WireError:
     return WireError(message=f"unknown session '{session_id}'", code=UNKNOWN_SESSION)
+
+
+def unknown_call(call_id: str, session_id: str) -> WireError:
+    return WireError(
+        message=f"unknown call '{call_id}' in session '{session_id}'", code=UNKNOWN_CALL
+    )
 
 
 def summarizer_failed(message: str) -> WireError:
@@ -76,6 +89,29 @@ class AppendParams(SessionParams):
 
 class CompactParams(SessionParams):
     pending_tokens: Annotated[int, Field(ge=0)] = Field(default=0, alias="pendingTokens")
+    at: Annotated[int, Field(ge=0, lt=2**53)] | None = None
+    """The model call's time (ms since the epoch): drives the prompt-cache clock."""
+    reply: Literal["full", "delta", "none"] = "full"
+    base: str | None = None
+
+
+class SyncParams(OpenParams):
+    entries: list[Any]
+
+
+NonNegative = Annotated[int, Field(ge=0, lt=2**53)]
+
+
+class UsageParams(SessionParams):
+    input_tokens: NonNegative = Field(alias="inputTokens")
+    cache_read_tokens: NonNegative | None = Field(default=None, alias="cacheReadTokens")
+    cache_write_tokens: NonNegative | None = Field(default=None, alias="cacheWriteTokens")
+    output_tokens: NonNegative | None = Field(default=None, alias="outputTokens")
+    at: NonNegative | None = None
+
+
+class RetrieveParams(SessionParams):
+    call_id: Annotated[str, StringConstraints(min_length=1)] = Field(alias="callId")
 
 
 class GetParams(SessionParams):
@@ -115,6 +151,20 @@ def parse_entries_param(raw: list[Any]) -> list[IContent]:
         return parse_entries(raw, path="entries")
     except ContentError as exc:
         raise invalid_params(exc.errors) from None
+
+
+def parse_entries_from(raw: list[Any], start: int) -> list[IContent]:
+    """``raw[start:]`` as entries, errors naming each path in the whole array."""
+    entries: list[IContent] = []
+    problems: list[str] = []
+    for index in range(start, len(raw)):
+        try:
+            entries.append(parse_entry(raw[index], path=f"entries[{index}]"))
+        except ContentError as exc:
+            problems.extend(exc.errors)
+    if problems:
+        raise invalid_params(problems)
+    return entries
 
 
 def parse_todos_param(raw: list[Any]) -> list[Todo]:

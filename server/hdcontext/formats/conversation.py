@@ -14,12 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..core.content import IContent, Metadata
+from ..core.validity import Problem
 
 # Formats by the names the command line and the benchmark use.
 IMPORT_FORMATS: tuple[str, ...] = (
     "icontent",
     "claude-code",
     "mini-swe-agent",
+    "swe-agent",
     "openai",
     "anthropic",
     "gemini",
@@ -48,6 +50,9 @@ class Conversation:
     entries: tuple[IContent, ...]
     system: str | None = None
     workspace_root: str | None = None
+    warnings: tuple[str, ...] = ()
+    """What the import skipped or repaired, one line each (a bad JSONL line, results moved
+    next to their calls…): the caller shows them; nothing in them is an error."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,9 @@ class Exported:
     payload: object
     dropped: Mapping[str, int] = field(default_factory=dict)
     """Blocks or attributes left out, by kind (``"thinking"``, ``"media in ai"``…)."""
+    problems: tuple[Problem, ...] = ()
+    """How the payload breaks the provider's rules (``core.validity``); empty when valid.
+    A caller that sends or writes the payload refuses it when there is any."""
 
 
 class FormatError(ValueError):

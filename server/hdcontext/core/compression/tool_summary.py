@@ -19,6 +19,10 @@ from ..tools import key_parameter
 PRUNED_POINTER = "[Result pruned — re-run tool to retrieve]"
 """REQ-HD-007.2: what recency pruning leaves in place of a result."""
 
+DISK_POINTER = "[File changed on disk after this read — read it again for its current content]"
+"""What a read's output becomes when the file changed outside the history after it and no
+later view of the file is in the history (DESIGN.md decision 11)."""
+
 MAX_DETAIL_CHARS = 120
 
 _SUMMARY = re.compile(r"\[[^\n]* — (?:success, \d+ lines?|error: [^\n]*)\]")
@@ -70,7 +74,7 @@ def summary_line(response: ToolResponseBlock, call: ToolCallBlock | None) -> str
 def is_compact(result: JsonValue) -> bool:
     """Whether a result is already a one-liner of ours (a summary or the pruning pointer)."""
     return isinstance(result, str) and (
-        result == PRUNED_POINTER or _SUMMARY.fullmatch(result) is not None
+        result in (PRUNED_POINTER, DISK_POINTER) or _SUMMARY.fullmatch(result) is not None
     )
 
 

@@ -16,7 +16,7 @@ import dataclasses
 
 from ..content import IContent, entry_from_json
 from ..journal import KeyedHistory
-from .edits import Edit, result_of
+from .edits import Edit, Position, result_of
 from .file_rules import ledger_of
 from .inclusions import FileDedupPass
 from .passes import DensityPass, PassContext
@@ -31,6 +31,8 @@ def passes_for(config: DensityConfig) -> list[DensityPass]:
     out: list[DensityPass] = []
     if config.read_write_pruning:
         out.append(StaleReadPass(config))
+    elif config.keep_latest_view and config.recency_pruning:
+        out.append(StaleReadPass(config, prune=False))  # it knows which outputs are views
     if config.file_dedupe:
         out.append(FileDedupPass(config.workspace_root))
     if config.recency_pruning:
@@ -51,8 +53,11 @@ class DensityEngine:
         """Every edit the enabled rules want on ``history`` now, pass by pass."""
         context = self._follow(history, config)
         edits: list[Edit] = []
+        protected: frozenset[Position] = frozenset()
         for density_pass in self._passes:
-            edits.extend(density_pass.propose(dataclasses.replace(context, earlier=edits)))
+            step = dataclasses.replace(context, earlier=edits, protected=protected)
+            edits.extend(density_pass.propose(step))
+            protected |= density_pass.protected()
         return edits
 
     def optimize(self, history: KeyedHistory, config: DensityConfig) -> DensityResult:

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..compression.tool_summary import is_compact
 from ..content import IContent, ToolResponseBlock
 from ..shell import ShellEffect, exit_status
 from ..tools import extract_paths, resolve_path
@@ -52,11 +53,13 @@ class ShellRun:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """All the rules read of a tool response: whether it is an error, and the exit status
-    its output reports. The stale-read index keeps this, not the output."""
+    """All the rules read of a tool response: whether it is an error, the exit status its
+    output reports, and whether the output is gone (a pointer or a one-line summary stands
+    in for it). The stale-read index keeps this, not the output."""
 
     error: bool
     exit_status: int | None
+    gone: bool = False
 
 
 _PLAIN = Outcome(False, None)
@@ -64,7 +67,8 @@ _PLAIN = Outcome(False, None)
 
 def outcome_of(response: ToolResponseBlock) -> Outcome:
     error, status = bool(response.error), exit_status(response.result)
-    return _PLAIN if not error and status is None else Outcome(error, status)
+    gone = is_compact(response.result)
+    return _PLAIN if not error and status is None and not gone else Outcome(error, status, gone)
 
 
 def answered_without_error(answers: Sequence[Outcome]) -> bool:
@@ -129,3 +133,107 @@ def written_after(
         return True
     on_disk = ledger.get(path)
     return on_disk is not None and read_time is not None and on_disk > read_time
+
+
+# -- views: what of a file the model can see ------------------------------------------------
+
+RANGE_KEYS: tuple[str, ...] = (
+    "offset",
+    "limit",
+    "start_line",
+    "end_line",
+    "line_start",
+    "line_end",
+    "startLine",
+    "endLine",
+    "view_range",
+    "lines",
+    "range",
+)
+"""Parameters that make a read tool show part of a file (Claude Code's ``offset``/``limit``,
+gemini-cli's, ``read_line_range``'s…); a read with none of them shows the whole file."""
+
+WHOLE_CONTENT_KEYS: tuple[str, ...] = ("content", "contents", "file_text")
+"""A write tool call with one of these (a string) gives the file's whole new content…"""
+
+PARTIAL_WRITE_KEYS: tuple[str, ...] = (
+    "old_string",
+    "old_str",
+    "new_string",
+    "edits",
+    "diff",
+    "line_number",
+    "line",
+    "insert_line",
+    "start_line",
+    "offset",
+    "cell_id",
+)
+"""…unless one of these says it changes a part of it (an insertion, a replacement, a cell)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """What part of a file one read showed: all of it, or a range (or, when the range cannot
+    be compared, the exact parameters or command that asked for it)."""
+
+    whole: bool
+    source: str = ""
+    """The tool or the command: ranges compare only within one source."""
+    low: int | None = None
+    high: int | None = None
+    """``[low, high)`` in the source's units; ``None`` high: to the end."""
+    exact: str = ""
+
+    def covers(self, other: Span) -> bool:
+        """Whether a read of this span shows everything a read of ``other`` showed."""
+        if self.whole:
+            return True
+        if other.whole or self.source != other.source:
+            return False
+        if self.low is not None and other.low is not None:
+            ends_after = self.high is None or (other.high is not None and self.high >= other.high)
+            return self.low <= other.low and ends_after
+        return self.exact == other.exact and bool(self.exact)
+
+
+WHOLE = Span(whole=True)
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def read_span(name: str, parameters: object) -> Span:
+    """The part of its file(s) a read tool call shows."""
+    if not isinstance(parameters, Mapping):
+        return WHOLE
+    given = {k: parameters[k] for k in RANGE_KEYS if parameters.get(k) is not None}
+    if not given:
+        return WHOLE
+    exact = repr(sorted(given.items()))
+    offset, limit = _int(given.get("offset")), _int(given.get("limit"))
+    if set(given) <= {"offset", "limit"} and (offset is not None or limit is not None):
+        low = offset or 0
+        return Span(False, name, low, None if limit is None else low + limit, exact)
+    start = _int(given.get("start_line", given.get("line_start", given.get("startLine"))))
+    end = _int(given.get("end_line", given.get("line_end", given.get("endLine"))))
+    if start is not None and len(given) <= 2:
+        return Span(False, name, start, None if end is None else end + 1, exact)
+    return Span(False, name, exact=exact)
+
+
+def shell_span(command: str) -> Span:
+    """A shell read that shows part of a file (``head``, ``sed -n``…): only the very same
+    command shows the same part again."""
+    return Span(False, "shell", exact=command)
+
+
+def writes_whole_content(parameters: object) -> bool:
+    """Whether a write tool call carries the file's whole new content (``Write``,
+    ``write_file``, ``create_file``…): then the call is itself a full view of the file."""
+    if not isinstance(parameters, Mapping):
+        return False
+    if not any(isinstance(parameters.get(k), str) for k in WHOLE_CONTENT_KEYS):
+        return False
+    return not any(k in parameters for k in PARTIAL_WRITE_KEYS)

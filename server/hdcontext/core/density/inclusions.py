@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from ..content import IContent, TextBlock
 from ..tools import resolve_path
-from .edits import BlockEdit, Edit, Rule
+from .edits import BlockEdit, Edit, Position, Rule
 from .passes import PassContext
 
 END_MARKER = "--- End of content ---"
@@ -149,6 +149,9 @@ class FileDedupPass:
             if not keys:
                 del self._includers[path]
             self._dirty.add(path)
+
+    def protected(self) -> frozenset[Position]:
+        return frozenset()
 
     def propose(self, context: PassContext) -> list[Edit]:
         """One edit per message with inclusions that a later message repeats."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..content import IContent
-from .edits import Edit, Rule
+from .edits import Edit, Position, Rule
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,8 @@ class PassContext:
     """Resolved path -> time of the latest write seen outside the history."""
     earlier: Sequence[Edit]
     """What the passes before this one propose, so a rule can leave their blocks alone."""
+    protected: frozenset[Position] = frozenset()
+    """Blocks no rule may take: the current views of files (``stale_reads.py``)."""
 
 
 class DensityPass(Protocol):
@@ -41,6 +43,10 @@ class DensityPass(Protocol):
     def remove(self, key: int, entry: IContent) -> None: ...
 
     def propose(self, context: PassContext) -> list[Edit]: ...
+
+    def protected(self) -> frozenset[Position]:
+        """Blocks the later passes must leave alone (after ``propose``)."""
+        ...
 
 
 PassFactory = Callable[[], DensityPass]

@@ -54,11 +54,16 @@ class RecencyPass:
                         del self._live[tool]
                 self._edits.pop((key, j), None)
 
+    def protected(self) -> frozenset[Position]:
+        return frozenset()
+
     def propose(self, context: PassContext) -> list[Edit]:
-        """One edit per response older than the newest ``retention`` of its tool."""
+        """One edit per response older than the newest ``retention`` of its tool, except the
+        current views of files (``context.protected``): pruning those would blind an edit."""
         dropped = {
             (b.key, b.block) for edit in context.earlier for b in edit.blocks if b.new is None
         }
+        protected = context.protected
         edits: list[Edit] = []
         for tool, live in self._live.items():
             oldest_kept = None
@@ -73,7 +78,7 @@ class RecencyPass:
             if oldest_kept is None:
                 continue
             for position in live:
-                if position < oldest_kept and position not in dropped:
+                if position < oldest_kept and position not in dropped | protected:
                     edits.append(self._edit(position, context))
         return edits
 

@@ -1,16 +1,25 @@
-"""READ → WRITE pruning (REQ-HD-005): a read whose files were all written later goes, call and
-responses together, and nothing else (REQ-HD-005.8). The rules are ``file_rules.py``'s.
+"""READ → WRITE pruning (REQ-HD-005, DESIGN.md decision 11): reads the model no longer needs.
+
+Two rules, by ``DensityConfig.keep_latest_view``:
+
+* the seeds' (off): a read whose files were all written later goes, call and responses
+  together, whatever the write was (REQ-HD-005.8);
+* keep the latest view (on): a read goes only when every file it showed has a later *view*
+  covering what it showed (a later read of the whole file or of a wider range, or a write
+  that carries the file's whole content). A read followed only by partial edits stays: it is
+  the model's only sight of the file, and an ``Edit`` made without one is made blind. A read
+  of a file that changed on disk afterwards (not by a write in the history) becomes a pointer
+  saying so, when no later view covers it. And the reads that stay are the current views of
+  their files: recency pruning must leave them alone (``protected``).
 
 The whole history matters to the answer (every call, response, shell command and write), but
-after a turn almost all of it is what it was. So the pass keeps: calls and responses by id,
-the shell walk (``shell_runs.py``), what each call with a unique id wrote and read, the latest
-write of each file, the readers of each file, and the disk ledger. A change of entries marks
-the ids it touches; settling redoes those ids' facts, the latest write of the files they wrote,
-and the staleness of the reads of those files (and of the files the ledger moved on). The
-prunable reads are kept as a set, so what a turn costs is what it touched.
-
-The pass keeps no tool output and no written content: calls as their name and path
-parameters, responses as their outcome.
+after a turn almost all of it is what it was. So the pass keeps: calls and responses by id, the
+shell walk (``shell_runs.py``), what each call with a unique id wrote, read and showed, and per
+file its writes, its views and its readers. A change of entries marks the ids it touches;
+settling redoes those ids' facts, the per-file summaries of the files they touched, and the
+fate of the reads of those files (and of the files the disk ledger moved on). What a turn costs
+is what it touched. The pass keeps no tool output and no written content: calls as their name
+and path parameters, responses as their outcome.
 """
 
 from __future__ import annotations
@@ -18,21 +27,28 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from operator import itemgetter
 from typing import TypeVar
 
+from ..compression.tool_summary import DISK_POINTER
 from ..content import IContent, ToolCallBlock, ToolResponseBlock
 from ..shell import command_of, cwd_of
 from ..tools import extract_path, path_parameters, resolve_path
-from .edits import Edit, Position, Rule, drop
+from .edits import BlockEdit, Edit, Position, Rule, drop
 from .file_rules import (
+    WHOLE,
     Outcome,
     ShellRun,
+    Span,
     answered_without_error,
     entry_cwd,
     outcome_of,
     read_of,
+    read_span,
+    shell_span,
     shell_succeeded,
+    writes_whole_content,
     written_after,
 )
 from .passes import PassContext
@@ -46,10 +62,13 @@ M = TypeVar("M", str, Position)
 @dataclass(frozen=True, slots=True)
 class _KeptCall:
     """A tool call as the rules read it (``file_rules.ToolUse``): its name, and of its
-    parameters only those that name files, for the tools that read or write files."""
+    parameters only those that name files, for the tools that read or write files; with
+    what part of the file a read tool shows, and whether a write carries the whole file."""
 
     name: str
     parameters: object
+    span: Span = WHOLE
+    whole_write: bool = False
 
 
 B = TypeVar("B", _KeptCall, Outcome)
@@ -62,10 +81,22 @@ class _Facts:
     position: Position
     name: str
     writes: tuple[str, ...]
+    whole_writes: tuple[str, ...]
+    """Of ``writes``, those whose whole new content the call shows."""
+    write_time: int | None
     reads: tuple[str, ...]
+    spans: tuple[Span, ...]
+    """What part of each file of ``reads`` the call showed."""
     only_reads: bool
     read_time: int | None
     is_read: bool
+    viewed: bool
+    """The read worked and its output is still there: the model can see the content."""
+
+
+class Fate(Enum):
+    DROP = "drop"
+    POINT = "point"
 
 
 @dataclass(frozen=True)
@@ -77,23 +108,31 @@ class StaleRead:
     paths: tuple[str, ...]
     stale: tuple[str, ...]
     prunable: bool
-    """Every file is stale and the call did nothing but read: the pass removes it."""
+    """The pass removes it."""
 
 
 class StaleReadPass:
     rule: Rule = "readWrite"
 
-    def __init__(self, config: DensityConfig) -> None:
+    def __init__(self, config: DensityConfig, prune: bool = True) -> None:
         self._config = config
+        self._keep_view = config.keep_latest_view
+        self._prune = prune  # False: keep track of views for the other passes only
         self._calls: dict[str, list[tuple[Position, _KeptCall]]] = {}
         self._responses: dict[str, list[tuple[Position, Outcome]]] = {}
         self._shell = ShellRuns(config.workspace_root)
+        self._commands: dict[str, str] = {}  # shell call id -> command, for partial spans
         self._facts: dict[str, _Facts] = {}
-        self._writers: dict[str, set[Position]] = {}  # file -> positions of writes to it
-        self._last_write: dict[str, Position] = {}
+        self._writers: dict[str, set[str]] = {}  # file -> ids of writes to it
+        self._viewers: dict[str, set[str]] = {}  # file -> ids of views of it
         self._readers: dict[str, set[str]] = {}  # file -> ids of reads of it
+        self._last_write: dict[str, Position] = {}
+        self._last_full: dict[str, Position] = {}  # the latest whole view of each file
+        self._tool_write_time: dict[str, int] = {}
         self._ledger: Mapping[str, int] = {}
-        self._prunable: set[str] = set()
+        self._fates: dict[str, Fate] = {}
+        self._protected: set[str] = set()
+        self._point_edits: dict[str, Edit] = {}
         self._dirty_ids: set[str] = set()
         self._recheck: set[str] = set()
 
@@ -104,15 +143,15 @@ class StaleReadPass:
         for j, block in enumerate(entry.blocks):
             if isinstance(block, ToolCallBlock):
                 position = (key, j)
-                insort(
-                    self._calls.setdefault(block.id, []), (position, self._kept(block)), key=_first
-                )
+                calls = self._calls.setdefault(block.id, [])
+                insort(calls, (position, self._kept(block)), key=_first)
                 self._dirty_ids.add(block.id)
                 if block.name in config.shell_tools:
                     command = command_of(block.parameters)
                     if command is not None:
                         cwd = cwd_of(block.parameters) or entry_cwd(entry)
                         self._shell.add(position, block.id, command, cwd)
+                        self._commands[block.id] = command
             elif isinstance(block, ToolResponseBlock):
                 answers = self._responses.setdefault(block.call_id, [])
                 insort(answers, ((key, j), outcome_of(block)), key=_first)
@@ -121,8 +160,13 @@ class StaleReadPass:
 
     def _kept(self, block: ToolCallBlock) -> _KeptCall:
         config = self._config
-        on_files = block.name in config.read_tools or block.name in config.write_tools
-        return _KeptCall(block.name, path_parameters(block.parameters) if on_files else None)
+        if block.name in config.read_tools:
+            span = read_span(block.name, block.parameters)
+            return _KeptCall(block.name, path_parameters(block.parameters), span)
+        if block.name in config.write_tools:
+            whole = writes_whole_content(block.parameters)
+            return _KeptCall(block.name, path_parameters(block.parameters), whole_write=whole)
+        return _KeptCall(block.name, None)
 
     def remove(self, key: int, entry: IContent) -> None:
         config = self._config
@@ -132,6 +176,8 @@ class StaleReadPass:
                 self._dirty_ids.add(block.id)
                 if block.name in config.shell_tools and command_of(block.parameters) is not None:
                     self._shell.remove((key, j))
+                if block.id not in self._calls:
+                    self._commands.pop(block.id, None)
             elif isinstance(block, ToolResponseBlock):
                 _discard(self._responses, block.call_id, (key, j))
                 self._dirty_ids.add(block.call_id)
@@ -148,14 +194,46 @@ class StaleReadPass:
     # -- what to prune --------------------------------------------------------------------
 
     def propose(self, context: PassContext) -> list[Edit]:
-        """One edit per prunable read: its call and every response to it."""
+        """One edit per read that goes: its call and every response (``DROP``), or its
+        output replaced by the disk pointer (``POINT``)."""
         self.settle(context)
+        if not self._prune:
+            return []
         edits: list[Edit] = []
-        for call_id in self._prunable:
-            positions = [self._facts[call_id].position]
-            positions.extend(p for p, _ in self._responses.get(call_id, ()))
-            edits.append(drop(self.rule, positions))
+        for call_id, fate in self._fates.items():
+            if fate is Fate.DROP:
+                positions = [self._facts[call_id].position]
+                positions.extend(p for p, _ in self._responses.get(call_id, ()))
+                edits.append(drop(self.rule, positions))
+            else:
+                edit = self._point_edit(call_id, context)
+                if edit is not None:
+                    edits.append(edit)
         return edits
+
+    def protected(self) -> frozenset[Position]:
+        """The responses of the reads that are the current views of their files: no other
+        rule may take their output (keep-latest-view only). Call after ``settle``."""
+        out: set[Position] = set()
+        for call_id in self._protected:
+            position = self._facts[call_id].position
+            out.update(p for p, _ in self._responses.get(call_id, ()) if p > position)
+        return frozenset(out)
+
+    def _point_edit(self, call_id: str, context: PassContext) -> Edit | None:
+        edit = self._point_edits.get(call_id)
+        if edit is None:
+            position = self._facts[call_id].position
+            blocks: list[BlockEdit] = []
+            for (key, j), outcome in self._responses.get(call_id, ()):
+                if (key, j) > position and not outcome.gone:
+                    block = context.entry_of(key).blocks[j]
+                    pointed = block.model_copy(update={"result": DISK_POINTER})
+                    blocks.append(BlockEdit(key, j, pointed))
+            if not blocks:
+                return None
+            edit = self._point_edits[call_id] = Edit(self.rule, tuple(blocks))
+        return edit
 
     def settle(self, context: PassContext) -> None:
         """Bring the facts up to date with the entries and the ledger given so far."""
@@ -168,39 +246,114 @@ class StaleReadPass:
         recheck = self._recheck
         self._recheck = set()
         for call_id in ids:
+            self._point_edits.pop(call_id, None)
             old = self._facts.get(call_id)
             new = self._facts_of(call_id, stamp_of)
             if new == old:
                 continue
             recheck.add(call_id)
             if old is not None:
-                for path in old.writes:
-                    _discard_member(self._writers, path, old.position)
-                    files.add(path)
-                for path in set(old.reads):
-                    _discard_member(self._readers, path, call_id)
+                self._unindex(call_id, old)
+                files.update(old.writes, old.reads)
                 del self._facts[call_id]
             if new is not None:
-                for path in new.writes:
-                    self._writers.setdefault(path, set()).add(new.position)
-                    files.add(path)
-                for path in set(new.reads):
-                    self._readers.setdefault(path, set()).add(call_id)
+                self._index(call_id, new)
+                files.update(new.writes, new.reads)
                 self._facts[call_id] = new
         for path in files:
-            writers = self._writers.get(path)
-            latest = max(writers) if writers else None
-            if latest != self._last_write.get(path):
-                if latest is None:
-                    del self._last_write[path]
-                else:
-                    self._last_write[path] = latest
-                recheck.update(self._readers.get(path, ()))
+            self._summarize(path)
+            recheck.update(self._readers.get(path, ()))
         for call_id in recheck:
-            if self._is_prunable(call_id):
-                self._prunable.add(call_id)
-            else:
-                self._prunable.discard(call_id)
+            self._judge(call_id)
+
+    def _index(self, call_id: str, facts: _Facts) -> None:
+        for path in facts.writes:
+            self._writers.setdefault(path, set()).add(call_id)
+        for path in _views(facts):
+            self._viewers.setdefault(path, set()).add(call_id)
+        for path in set(facts.reads):
+            self._readers.setdefault(path, set()).add(call_id)
+
+    def _unindex(self, call_id: str, facts: _Facts) -> None:
+        for path in facts.writes:
+            _discard_member(self._writers, path, call_id)
+        for path in _views(facts):
+            _discard_member(self._viewers, path, call_id)
+        for path in set(facts.reads):
+            _discard_member(self._readers, path, call_id)
+
+    def _summarize(self, path: str) -> None:
+        """Redo what the rules need of one file."""
+        facts = self._facts
+        writers = self._writers.get(path, ())
+        last_write = max((facts[i].position for i in writers), default=None)
+        times = [t for i in writers if (t := facts[i].write_time) is not None]
+        tool_time = max(times) if times else None
+        full = [
+            facts[i].position
+            for i in self._viewers.get(path, ())
+            if path in facts[i].whole_writes or _span_of(facts[i], path).whole
+        ]
+        last_full = max(full) if full else None
+        _put(self._last_write, path, last_write)
+        _put(self._tool_write_time, path, tool_time)
+        _put(self._last_full, path, last_full)
+
+    # -- the rules ------------------------------------------------------------------------
+
+    def _judge(self, call_id: str) -> None:
+        """Decide the fate of one read (and whether it is a current view)."""
+        self._fates.pop(call_id, None)
+        self._protected.discard(call_id)
+        self._point_edits.pop(call_id, None)
+        facts = self._facts.get(call_id)
+        if facts is None or not facts.is_read or not facts.reads:
+            return
+        if not self._keep_view:
+            if facts.only_reads and all(self._written_after(p, facts) for p in facts.reads):
+                self._fates[call_id] = Fate.DROP
+            return
+        covered = [
+            self._superseded(p, span, facts)
+            for p, span in zip(facts.reads, facts.spans, strict=True)
+        ]
+        if facts.only_reads and all(covered):
+            self._fates[call_id] = Fate.DROP
+            return
+        if facts.only_reads and facts.viewed:
+            on_disk = [self._changed_on_disk(p, facts) for p in facts.reads]
+            if any(on_disk) and all(c or d for c, d in zip(covered, on_disk, strict=True)):
+                self._fates[call_id] = Fate.POINT
+                return
+        if facts.viewed and not all(covered):
+            self._protected.add(call_id)
+
+    def _superseded(self, path: str, span: Span, read: _Facts) -> bool:
+        """A later view of ``path`` shows everything ``read`` showed of it."""
+        last_full = self._last_full.get(path)
+        if last_full is not None and last_full > read.position:
+            return True
+        if span.whole:
+            return False
+        for call_id in self._viewers.get(path, ()):
+            view = self._facts[call_id]
+            if view.position > read.position and _span_of(view, path).covers(span):
+                return True
+        return False
+
+    def _changed_on_disk(self, path: str, read: _Facts) -> bool:
+        """Written outside the history after the read, and no write in the history explains
+        it (the agent's own edits reach the disk too, at about their response's time)."""
+        on_disk = self._ledger.get(path)
+        if on_disk is None or read.read_time is None or on_disk <= read.read_time:
+            return False
+        tool_time = self._tool_write_time.get(path)
+        return tool_time is None or on_disk > tool_time
+
+    def _written_after(self, path: str, facts: _Facts) -> bool:
+        return written_after(path, facts.position, facts.read_time, self._last_write, self._ledger)
+
+    # -- reports --------------------------------------------------------------------------
 
     def read_times(self) -> dict[str, int]:
         """Each file read (resolved), with the earliest time a read took its content: what
@@ -223,17 +376,17 @@ class StaleReadPass:
                 continue
             stale = tuple(p for p in facts.reads if self._written_after(p, facts))
             if stale:
-                out.append(
-                    StaleRead(call_id, facts.name, facts.reads, stale, call_id in self._prunable)
-                )
+                pruned = self._fates.get(call_id) is Fate.DROP
+                out.append(StaleRead(call_id, facts.name, facts.reads, stale, pruned))
         return out
+
+    # -- facts of one call ----------------------------------------------------------------
 
     def _answers(self, call_id: str, position: Position) -> list[tuple[Position, Outcome]]:
         """The responses that came after the call (one before it answers nothing)."""
         responses = self._responses.get(call_id, [])
-        return [
-            r for r in responses[bisect_left(responses, position, key=_first) :] if r[0] > position
-        ]
+        after = responses[bisect_left(responses, position, key=_first) :]
+        return [r for r in after if r[0] > position]
 
     def _shell_succeeded(self, call_id: str, position: Position) -> bool:
         return shell_succeeded([r for _, r in self._answers(call_id, position)])
@@ -247,37 +400,83 @@ class StaleReadPass:
         config = self._config
         position, block = calls[0]
         answers = self._answers(call_id, position)
+        outcomes = [r for _, r in answers]
         step = self._shell.run_of(call_id)
         run = None
         if step is not None and step.effect is not None:
             run = ShellRun(step.effect, step.succeeded)
         writes: list[str] = []
+        whole: list[str] = []
         if block.name in config.write_tools:
             path = extract_path(block.parameters)
-            if path is not None and answered_without_error([r for _, r in answers]):
-                writes.append(resolve_path(path, config.workspace_root))
+            if path is not None and answered_without_error(outcomes):
+                resolved = resolve_path(path, config.workspace_root)
+                writes.append(resolved)
+                if block.whole_write:
+                    whole.append(resolved)
         if run is not None and run.succeeded:
             writes.extend(run.effect.writes)
+            whole.extend(run.effect.whole_writes)
         written = tuple(dict.fromkeys(writes))
+        # When the call took effect: its response's entry time, else the call's.
+        time = stamp_of(answers[0][0][0]) if answers else None
+        if time is None:
+            time = stamp_of(position[0])
         read = read_of(block, run, config)
         if read is None:
             if not written:
                 return None
-            return _Facts(position, block.name, written, (), False, None, False)
-        # When the content was taken: the response's entry time, else the call's.
-        time = stamp_of(answers[0][0][0]) if answers else None
-        if time is None:
-            time = stamp_of(position[0])
-        return _Facts(position, block.name, written, read[0], read[1], time, True)
+            return _Facts(
+                position, block.name, written, tuple(whole), time, (), (), False, None, False, False
+            )
+        paths, only_reads = read
+        if run is not None and block.name not in config.read_tools:
+            command = self._commands.get(call_id, "")
+            full = set(run.effect.full_reads)
+            spans = tuple(WHOLE if p in full else shell_span(command) for p in paths)
+            worked = run.succeeded
+        else:
+            spans = (block.span,) * len(paths)
+            worked = answered_without_error(outcomes)
+        viewed = worked and not any(o.gone for o in outcomes)
+        return _Facts(
+            position,
+            block.name,
+            written,
+            tuple(whole),
+            time,
+            paths,
+            spans,
+            only_reads,
+            time,
+            True,
+            viewed,
+        )
 
-    def _written_after(self, path: str, facts: _Facts) -> bool:
-        return written_after(path, facts.position, facts.read_time, self._last_write, self._ledger)
 
-    def _is_prunable(self, call_id: str) -> bool:
-        facts = self._facts.get(call_id)
-        if facts is None or not facts.is_read or not facts.only_reads or not facts.reads:
-            return False
-        return all(self._written_after(p, facts) for p in facts.reads)
+def _views(facts: _Facts) -> set[str]:
+    """The files this call shows the model: the files a read showed, and whole writes."""
+    shown = set(facts.reads) if facts.viewed else set()
+    return shown | set(facts.whole_writes)
+
+
+def _span_of(facts: _Facts, path: str) -> Span:
+    if path in facts.whole_writes:
+        return WHOLE
+    for read, span in zip(facts.reads, facts.spans, strict=True):
+        if read == path:
+            return span
+    return Span(False)
+
+
+V = TypeVar("V", int, Position)
+
+
+def _put(index: dict[str, V], path: str, value: V | None) -> None:
+    if value is None:
+        index.pop(path, None)
+    else:
+        index[path] = value
 
 
 def _discard(index: dict[str, list[tuple[Position, B]]], call_id: str, position: Position) -> None:

@@ -39,6 +39,9 @@ class DensityConfig:
     shell_tools: frozenset[str] = frozenset()
     """Tools that run a shell command: their plain reads and writes count (``shell.py``)."""
     external_writes: Sequence[FileWrite] = ()
+    keep_latest_view: bool = False
+    """A read goes only when a later view of its file covers it (``stale_reads.py``); off is
+    the seeds' rule: any later write makes a read go."""
 
     @property
     def retention(self) -> int:

@@ -6,9 +6,10 @@ block it holds. A message with one text is a string. Thinking goes back only wit
 ``signature`` Anthropic gave it (``redactedData`` as ``redacted_thinking``): Anthropic refuses
 unsigned thinking, so thinking from other models is left out.
 
-Also left out, and counted: empty texts (refused by the API), media that is neither an image
-nor a document, media in an assistant message, tool calls or thinking in a human entry. A
-``system`` entry in the middle of the history becomes user text; code becomes fenced text.
+Also left out, and counted: empty or whitespace-only texts and the messages they leave empty
+(the API refuses both), media that is neither an image nor a document, media in an assistant
+message, tool calls or thinking in a human entry. A ``system`` entry in the middle of the
+history becomes user text; code becomes fenced text.
 """
 
 from __future__ import annotations
@@ -46,7 +47,10 @@ def export(conversation: Conversation) -> Exported:
             if entry_role(entry.metadata) in ("system", "developer"):
                 losses.drop("system role as user text")
             content = _user(entry.blocks, losses)
-            messages.append({"role": "user", "content": _compact(content)})
+            if content:
+                messages.append({"role": "user", "content": _compact(content)})
+            else:
+                losses.drop(f"empty {entry.speaker} entry")
     payload: dict[str, Any] = {"messages": messages}
     if conversation.system is not None:
         payload = {"system": conversation.system, **payload}
@@ -106,10 +110,10 @@ def _text(block: TextBlock | CodeBlock, out: list[dict[str, Any]], losses: Losse
     if isinstance(block, CodeBlock):
         out.append({"type": "text", "text": fenced(block)})
         losses.drop("code as text")
-    elif block.text:
+    elif block.text.strip():
         out.append({"type": "text", "text": block.text})
     else:
-        losses.drop("empty text")
+        losses.drop("blank text")
 
 
 def _user(blocks: Sequence[Block], losses: Losses) -> list[dict[str, Any]]:

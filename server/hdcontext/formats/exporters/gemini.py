@@ -6,6 +6,9 @@ block in Python is ``executableCode`` (Gemini runs no other language), any other
 a text that came from ``codeExecutionResult`` goes back as one. ``thoughtSignature`` goes back
 on the part it came with, as Gemini requires.
 
+Empty or whitespace-only texts are left out (Gemini refuses empty text parts), and so is a
+content they leave with no parts; in a user content, ``functionResponse`` parts come first.
+
 A response's result and error go in the documented ``{"output": …, "error": …}`` object; a
 result that is already an object with other keys is sent as it is. Call ids are written (the
 Gemini API pairs calls and responses by them) except the ones the importer made up for calls
@@ -39,7 +42,12 @@ def export(conversation: Conversation) -> Exported:
         if entry.speaker == "human" and entry_role(entry.metadata) in ("system", "developer"):
             losses.drop("system role as user text")
         parts = [p for p in (_part(b, entry, losses) for b in entry.blocks) if p is not None]
-        contents.append({"role": role, "parts": parts})
+        if role == "user":
+            parts.sort(key=lambda p: "functionResponse" not in p)  # stable: answers first
+        if parts:
+            contents.append({"role": role, "parts": parts})
+        else:
+            losses.drop(f"empty {entry.speaker} entry")
     payload: dict[str, Any] = {"contents": contents}
     if conversation.system is not None:
         payload = {"systemInstruction": {"parts": [{"text": conversation.system}]}, **payload}
@@ -59,10 +67,16 @@ def _part(block: Block, entry: IContent, losses: Losses) -> dict[str, Any] | Non
         outcome = extra(block, "codeExecutionOutcome")
         if outcome is not None and model:
             return {"codeExecutionResult": {"outcome": outcome, "output": block.text}}
+        if not block.text.strip():
+            losses.drop("blank text")
+            return None
         return _signed({"text": block.text}, block)
     if isinstance(block, ThinkingBlock):
         if not model:
             losses.drop("thinking in human")
+            return None
+        if not block.thought.strip():
+            losses.drop("blank thinking")  # redacted thinking: nothing Gemini can read
             return None
         return _signed({"text": block.thought, "thought": True}, block)
     if isinstance(block, CodeBlock):

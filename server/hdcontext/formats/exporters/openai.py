@@ -15,6 +15,8 @@ What chat completions cannot carry, and what happens to it:
   to the content (counted as ``tool error flag``).
 * code blocks become fenced Markdown text; media in an assistant message, media given by a
   URL that is not an image, and tool calls in a human entry are left out.
+* empty or whitespace-only texts are left out, and so is a message they leave with nothing
+  (providers behind this format, Anthropic's among them, refuse blank text).
 """
 
 from __future__ import annotations
@@ -47,7 +49,9 @@ def export(conversation: Conversation, thinking: ThinkingMode = "drop") -> Expor
         messages.append({"role": "system", "content": conversation.system})
     for entry in conversation.entries:
         if entry.speaker == "ai":
-            messages.append(_assistant(entry, thinking, losses))
+            assistant = _assistant(entry, thinking, losses)
+            if assistant is not None:
+                messages.append(assistant)
         elif entry.speaker == "tool":
             messages.extend(_tool(entry, losses))
         else:
@@ -55,13 +59,16 @@ def export(conversation: Conversation, thinking: ThinkingMode = "drop") -> Expor
     return Exported(messages, losses.as_dict())
 
 
-def _assistant(entry: IContent, thinking: ThinkingMode, losses: Losses) -> dict[str, Any]:
+def _assistant(entry: IContent, thinking: ThinkingMode, losses: Losses) -> dict[str, Any] | None:
     texts: list[str] = []
     thoughts: list[str] = []
     calls: list[dict[str, Any]] = []
     for block in entry.blocks:
         if isinstance(block, TextBlock):
-            texts.append(block.text)
+            if block.text.strip():
+                texts.append(block.text)
+            else:
+                losses.drop("blank text")
         elif isinstance(block, CodeBlock):
             texts.append(fenced(block))
             losses.drop("code as text")
@@ -74,7 +81,10 @@ def _assistant(entry: IContent, thinking: ThinkingMode, losses: Losses) -> dict[
             calls.append(_call(block))
         else:
             losses.drop(f"{block.type} in ai")
-    message: dict[str, Any] = {"role": "assistant", "content": _text_content(texts, calls)}
+    if not (texts or thoughts or calls):
+        losses.drop("empty ai entry")
+        return None
+    message: dict[str, Any] = {"role": "assistant", "content": _text_content(texts)}
     if thoughts:
         message["reasoning_content"] = "\n".join(thoughts)
     if calls:
@@ -82,9 +92,9 @@ def _assistant(entry: IContent, thinking: ThinkingMode, losses: Losses) -> dict[
     return message
 
 
-def _text_content(texts: list[str], calls: list[dict[str, Any]]) -> Any:
+def _text_content(texts: list[str]) -> Any:
     if not texts:
-        return None if calls else ""
+        return None
     if len(texts) == 1:
         return texts[0]
     return [{"type": "text", "text": t} for t in texts]
@@ -111,8 +121,9 @@ def _tool(entry: IContent, losses: Losses) -> list[dict[str, Any]]:
             out.append(_response(block, losses))
         else:
             others.append(block)
-    if others:
-        out.append({"role": "user", "content": _user_content(others, losses)})
+    content = _user_content(others, losses) if others else None
+    if content is not None:
+        out.append({"role": "user", "content": content})
     return out
 
 
@@ -128,19 +139,30 @@ def _human(entry: IContent, losses: Losses) -> list[dict[str, Any]]:
         texts = [b.text for b in entry.blocks if isinstance(b, TextBlock)]
         if len(texts) != len(entry.blocks):
             losses.drop(f"non-text in {role}", len(entry.blocks) - len(texts))
-        return [{"role": role, "content": "\n".join(texts)}]
+        text = "\n".join(texts)
+        if not text.strip():
+            losses.drop(f"empty {role} entry")
+            return []
+        return [{"role": role, "content": text}]
     out = [_response(b, losses) for b in entry.blocks if isinstance(b, ToolResponseBlock)]
     rest = [b for b in entry.blocks if not isinstance(b, ToolResponseBlock)]
-    if rest or not out:
-        out.append({"role": "user", "content": _user_content(rest, losses)})
+    content = _user_content(rest, losses)
+    if content is not None:
+        out.append({"role": "user", "content": content})
+    elif not out:
+        losses.drop("empty human entry")
     return out
 
 
 def _user_content(blocks: Sequence[Block], losses: Losses) -> Any:
+    """The content of a user message, or ``None`` when nothing in ``blocks`` can go."""
     parts: list[dict[str, Any]] = []
     for block in blocks:
         if isinstance(block, TextBlock):
-            parts.append({"type": "text", "text": block.text})
+            if block.text.strip():
+                parts.append({"type": "text", "text": block.text})
+            else:
+                losses.drop("blank text")
         elif isinstance(block, CodeBlock):
             parts.append({"type": "text", "text": fenced(block)})
             losses.drop("code as text")
@@ -155,7 +177,7 @@ def _user_content(blocks: Sequence[Block], losses: Losses) -> Any:
     if len(parts) == 1 and parts[0]["type"] == "text":
         return parts[0]["text"]
     if not parts:
-        return ""
+        return None
     return parts
 
 

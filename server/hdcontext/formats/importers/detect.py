@@ -1,8 +1,11 @@
 """Which format a conversation file is in, from its shape alone.
 
-Looked at in this order: JSON Lines of Claude Code records; a mini-swe-agent trajectory
-(``trajectory_format``, or ``messages`` with its ``exit`` role); Gemini (``contents``, or a list
-of ``parts``); IContent (``speaker`` and ``blocks``); then a list of role messages, which is
+Looked at in this order: a Claude Code log (JSON Lines, told by the first record that
+identifies it, whatever its type: a log may open with summaries, snapshots or a permission
+mode, and a line that is not JSON is passed over); a mini-swe-agent trajectory
+(``trajectory_format``, or ``messages`` with its ``exit`` role); a SWE-agent trajectory
+(``history`` of role messages, or ``trajectory`` steps); Gemini (``contents``, or a list of
+``parts``); IContent (``speaker`` and ``blocks``); then a list of role messages, which is
 Anthropic when a message has Anthropic-only blocks (``tool_use``, ``tool_result``,
 ``thinking``, an image with a ``source``) or a top-level ``system`` beside it, and OpenAI
 otherwise. Plain user/assistant text reads the same in both, so the answer does not matter
@@ -17,9 +20,22 @@ from typing import Any
 
 from ..conversation import FormatError
 
-_CLAUDE_CODE_TYPES = frozenset(
-    {"user", "assistant", "system", "summary", "file-history-snapshot", "progress"}
-)
+# Claude Code record types and a key only that type of record has: a record is Claude Code's
+# when it has both (or a ``sessionId`` beside any ``type``).
+_CLAUDE_CODE_KEYS: dict[str, tuple[str, ...]] = {
+    "user": ("uuid", "parentUuid"),
+    "assistant": ("uuid", "parentUuid"),
+    "system": ("uuid", "parentUuid"),
+    "progress": ("uuid", "parentUuid"),
+    "attachment": ("uuid", "parentUuid"),
+    "summary": ("leafUuid",),
+    "file-history-snapshot": ("snapshot", "messageId"),
+    "permission-mode": ("permissionMode",),
+    "queue-operation": ("operation",),
+    "last-prompt": ("lastPrompt",),
+}
+_DETECT_LINES = 50
+"""How many non-blank lines detection reads before it gives up on a JSON Lines file."""
 _ANTHROPIC_BLOCKS = frozenset(
     {"tool_use", "tool_result", "thinking", "redacted_thinking", "document"}
 )
@@ -36,25 +52,39 @@ def detect_format(text: str) -> str:
             return "claude-code"
         raise FormatError(f"invalid JSON: {exc}") from None
     if isinstance(data, Mapping):
+        if is_claude_code_record(data):
+            return "claude-code"  # a log of one line
         return _detect_object(data)
     if isinstance(data, list):
         return _detect_list(data)
     raise FormatError("a conversation is a JSON object or array")
 
 
+def is_claude_code_record(record: Mapping[str, Any]) -> bool:
+    kind = record.get("type")
+    if not isinstance(kind, str):
+        return False
+    if "sessionId" in record:
+        return True
+    return any(key in record for key in _CLAUDE_CODE_KEYS.get(kind, ()))
+
+
 def _is_claude_code_jsonl(text: str) -> bool:
+    """Whether a record among the first lines identifies a Claude Code log. Lines that are
+    not JSON objects are passed over (the importer skips them with a warning)."""
+    seen = 0
     for line in text.splitlines():
         if not line.strip():
             continue
+        seen += 1
+        if seen > _DETECT_LINES:
+            return False
         try:
             record = json.loads(line)
         except ValueError:
-            return False
-        return (
-            isinstance(record, Mapping)
-            and record.get("type") in _CLAUDE_CODE_TYPES | {"queue-operation"}
-            and any(k in record for k in ("sessionId", "uuid", "message", "leafUuid"))
-        )
+            continue
+        if isinstance(record, Mapping) and is_claude_code_record(record):
+            return True
     return False
 
 
@@ -62,6 +92,8 @@ def _detect_object(data: Mapping[str, Any]) -> str:
     fmt = data.get("trajectory_format")
     if isinstance(fmt, str) and fmt.startswith("mini-swe-agent"):
         return "mini-swe-agent"
+    if _is_swe_agent(data):
+        return "swe-agent"
     if "contents" in data:
         return "gemini"
     if "entries" in data or "history" in data:
@@ -75,6 +107,17 @@ def _detect_object(data: Mapping[str, Any]) -> str:
         return _detect_messages(messages)
     raise FormatError(
         "unknown conversation object: expected 'messages', 'contents', 'entries' or 'history'"
+    )
+
+
+def _is_swe_agent(data: Mapping[str, Any]) -> bool:
+    history = data.get("history")
+    if isinstance(history, list):
+        first = next((m for m in history if isinstance(m, Mapping)), None)
+        return first is not None and "role" in first and "speaker" not in first
+    steps = data.get("trajectory")
+    return isinstance(steps, list) and any(
+        isinstance(s, Mapping) and ("action" in s or "observation" in s) for s in steps
     )
 
 

@@ -7,7 +7,9 @@ with ``<returncode>N</returncode>``. So they go through the OpenAI importer, wit
 additions:
 
 * ``extra.timestamp`` (seconds) becomes ``metadata.timestamp`` (ms);
-* the closing ``exit`` message (the submitted patch, never sent to the model) is left out;
+* the closing ``exit`` message (the submitted patch, never sent to the model) is left out, and
+  the submit call it answered stays unanswered here: the repair every import goes through
+  (``core.validity``) gives it an error result that says no result was recorded;
 * older trajectories have no tool calls: the model writes its one command in a fenced
   ````bash`` block and the next ``user`` message carries the ``<returncode>`` output. Such a
   pair is read as a ``bash`` call and its response (the block leaves the text, so the command

@@ -127,7 +127,9 @@ class _Builder:
             self._legacy.append(call)
             blocks.append(call)
         if not blocks:
-            blocks.append(TextBlock(text=""))  # an empty answer is still a turn
+            # An empty answer, as the source has it; the repair every import goes through
+            # (core.validity) drops it, as providers refuse blank text.
+            blocks.append(TextBlock(text=""))
         self._push("ai", blocks, message)
 
     def tool(self, message: Mapping[str, Any]) -> None:

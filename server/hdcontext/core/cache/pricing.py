@@ -1,0 +1,64 @@
+"""What a provider charges for input under prompt caching, as multiples of an uncached token.
+
+Providers cache the longest prefix of a request they have seen recently. A cached token costs
+a fraction of an uncached one; a token newly written to the cache costs the same or more
+(Anthropic 0.1× and 1.25× for its 5-minute cache; OpenAI 0.1× and 1×; Gemini's implicit
+cache 0.25×). The cache lives for a few minutes after its last use. ``none`` prices every
+token alike, which makes the schedule apply edits as soon as they save anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..settings import Settings
+
+DEFAULT_TTL_SECONDS = 300
+
+
+@dataclass(frozen=True)
+class Pricing:
+    name: str
+    """``anthropic``, ``openai``, ``gemini`` or ``none``: whose prices these are."""
+    read: float
+    """A cached input token, as a multiple of an uncached one."""
+    write: float
+    """A token written to the cache."""
+    ttl_ms: int
+    """How long the provider keeps a prefix after its last use."""
+
+
+PRESETS: dict[str, tuple[float, float]] = {
+    "anthropic": (0.1, 1.25),
+    "openai": (0.1, 1.0),
+    "gemini": (0.25, 1.0),
+    "none": (1.0, 1.0),
+}
+
+
+def provider_of(model: str | None) -> str:
+    """``cache.pricing: auto``: the provider a model name points at. Unknown models get
+    Anthropic's prices, the ones that punish a broken prefix most."""
+    name = (model or "").lower().rsplit("/", 1)[-1]
+    if name.startswith("claude"):
+        return "anthropic"
+    if name.startswith(("gpt", "chatgpt", "codex")) or (
+        len(name) > 1 and name[0] == "o" and name[1].isdigit()
+    ):
+        return "openai"
+    if name.startswith("gemini"):
+        return "gemini"
+    return "anthropic"
+
+
+def pricing_for(settings: Settings, model: str | None) -> Pricing:
+    """The prices to plan with: the preset that ``cache.pricing`` names (or the model
+    implies), with ``cache.readCost``, ``cache.writeCost`` and ``cache.ttlSeconds`` over it."""
+    name = settings.cache_pricing if settings.cache_pricing != "auto" else provider_of(model)
+    read, write = PRESETS[name]
+    if settings.cache_read_cost is not None:
+        read = settings.cache_read_cost
+    if settings.cache_write_cost is not None:
+        write = settings.cache_write_cost
+    ttl = settings.cache_ttl_seconds or DEFAULT_TTL_SECONDS
+    return Pricing(name, read, write, ttl * 1000)

@@ -1,0 +1,79 @@
+"""When density edits apply, under prompt caching (PROTOCOL.md ``compression.density.schedule``).
+
+An edit to an entry the provider already cached turns every token after that entry into a
+cache write at the next call, instead of a cache read. So an edit that touches only entries
+past the previous reply (nothing cached there yet) is free and applies at once; the others
+wait, and apply together when that pays over the calls to come:
+
+    saving  = horizon × S × read                  (S tokens fewer, read from cache, each call)
+    rewrite = (A − S) × write − A × read          (A tokens after the first edited entry, now
+                                                   written instead of read, less the S gone)
+
+where the cut (the first edited entry) is chosen to make ``saving − rewrite`` largest: every
+waiting edit at or after it applies, the ones before it keep waiting. A batch whose rewrite
+would cost more than the session has saved so far (``budget``) waits too, so that a session
+that ends right after a batch is still no dearer than sending everything. When the cache is
+cold (the previous call is older than its lifetime), or compression is about to rewrite the
+history anyway, everything applies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..density.edits import Edit
+from .pricing import Pricing
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An edit the density rules want, where it starts and what it saves."""
+
+    edit: Edit
+    start: int
+    """The first working-view index it touches."""
+    saving: int
+    """Tokens it takes out of the history."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    apply: tuple[Candidate, ...]
+    wait: tuple[Candidate, ...]
+
+    @property
+    def waiting_tokens(self) -> int:
+        return sum(c.saving for c in self.wait)
+
+
+def everything(candidates: Sequence[Candidate]) -> Plan:
+    return Plan(tuple(candidates), ())
+
+
+def plan(
+    candidates: Sequence[Candidate],
+    *,
+    cached_end: int,
+    tokens_between: Callable[[int, int], int],
+    pricing: Pricing,
+    horizon: float,
+    budget: float,
+) -> Plan:
+    """Which edits apply now. ``cached_end``: the working-view index where the prefix the
+    provider holds ends (0 when its cache is cold); ``tokens_between(i, j)``: the tokens of
+    entries ``i`` to ``j - 1``."""
+    free = [c for c in candidates if c.start >= cached_end]
+    costly = sorted((c for c in candidates if c.start < cached_end), key=lambda c: c.start)
+    best, best_net = len(costly), 0.0
+    saved = 0
+    for k in range(len(costly) - 1, -1, -1):
+        saved += costly[k].saving
+        if k > 0 and costly[k - 1].start == costly[k].start:
+            continue  # edits that start at one entry go together
+        after = tokens_between(costly[k].start, cached_end)
+        rewrite = (after - saved) * pricing.write - after * pricing.read
+        net = horizon * saved * pricing.read - rewrite
+        if net > best_net and rewrite <= budget:
+            best, best_net = k, net
+    return Plan(tuple(free + costly[best:]), tuple(costly[:best]))

@@ -1,0 +1,170 @@
+"""The cache-aware schedule (PROTOCOL.md ``compression.density.schedule``): when edits pay.
+
+The pure decision first (``cache/schedule.py``), on hand-made numbers; then the session: a
+cold cache applies everything, a warm one keeps edits of cached entries waiting until they pay,
+edits of entries the provider has not seen yet apply at once, and the reply says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hdcontext.core.cache.ledger import CostLedger
+from hdcontext.core.cache.pricing import Pricing, pricing_for, provider_of
+from hdcontext.core.cache.schedule import Candidate, plan
+from hdcontext.core.density.edits import drop
+from hdcontext.core.session import Session
+from hdcontext.core.settings import resolve
+
+from .builders import ai_call, ai_text, human, tool_result
+
+ANTHROPIC = Pricing("anthropic", 0.1, 1.25, 300_000)
+
+
+def candidate(start: int, saving: int) -> Candidate:
+    return Candidate(drop("recency", [(start, 0)]), start, saving)
+
+
+def flat(tokens_per_entry: int):  # type: ignore[no-untyped-def]
+    return lambda i, j: max(0, j - i) * tokens_per_entry
+
+
+def test_edits_past_the_cached_prefix_apply_at_once() -> None:
+    chosen = plan(
+        [candidate(12, 50)],
+        cached_end=10,
+        tokens_between=flat(100),
+        pricing=ANTHROPIC,
+        horizon=1,
+        budget=0,
+    )
+    assert [c.start for c in chosen.apply] == [12] and not chosen.wait
+
+
+def test_a_small_edit_deep_in_the_cached_prefix_waits() -> None:
+    chosen = plan(
+        [candidate(1, 50)],
+        cached_end=100,
+        tokens_between=flat(100),
+        pricing=ANTHROPIC,
+        horizon=40,
+        budget=1e9,
+    )
+    assert not chosen.apply and chosen.waiting_tokens == 50
+
+
+def test_a_batch_that_pays_over_the_horizon_applies_together() -> None:
+    # 100 entries of 100 tokens; edits from entry 60 on save 3,000 of the 4,000 after it.
+    edits = [candidate(60 + k, 300) for k in range(10)]
+    args = {"cached_end": 100, "tokens_between": flat(100), "pricing": ANTHROPIC}
+    rewrite = (4_000 - 3_000) * 1.25 - 4_000 * 0.1  # 850
+    assert rewrite < 3_000 * 0.1 * 3  # pays within three calls
+    short = plan(edits, horizon=2, budget=1e9, **args)  # type: ignore[arg-type]
+    long = plan(edits, horizon=3, budget=1e9, **args)  # type: ignore[arg-type]
+    assert not short.apply
+    assert len(long.apply) == 10
+
+
+def test_the_cut_is_where_the_batch_pays_best() -> None:
+    # One cheap edit early, a rich run late: only the late run applies.
+    edits = [candidate(5, 10), *[candidate(90 + k, 90) for k in range(10)]]
+    chosen = plan(
+        edits,
+        cached_end=100,
+        tokens_between=flat(100),
+        pricing=ANTHROPIC,
+        horizon=10,
+        budget=1e9,
+    )
+    assert sorted(c.start for c in chosen.apply) == list(range(90, 100))
+    assert [c.start for c in chosen.wait] == [5]
+
+
+def test_a_batch_waits_while_the_session_cannot_pay_for_it() -> None:
+    edits = [candidate(60 + k, 300) for k in range(10)]
+    args = {"cached_end": 100, "tokens_between": flat(100), "pricing": ANTHROPIC, "horizon": 40}
+    assert not plan(edits, budget=100, **args).apply  # type: ignore[arg-type]
+    assert plan(edits, budget=1_000, **args).apply  # type: ignore[arg-type]
+
+
+def test_pricing_comes_from_the_model_unless_set() -> None:
+    assert provider_of("claude-sonnet-4-5") == "anthropic"
+    assert provider_of("gpt-4.1") == "openai" and provider_of("o3-mini") == "openai"
+    assert provider_of("models/gemini-2.5-pro") == "gemini"
+    assert provider_of("llama-3") == "anthropic" and provider_of(None) == "anthropic"
+    values = resolve({"cache.pricing": "openai", "cache.writeCost": 1.5}, {}).values
+    assert pricing_for(values, "claude-3") == Pricing("openai", 0.1, 1.5, 300_000)
+    auto = resolve({"cache.ttlSeconds": 3600}, {}).values
+    assert pricing_for(auto, "gemini-2.0") == Pricing("gemini", 0.25, 1.0, 3_600_000)
+
+
+def test_the_ledger_knows_a_cold_cache_and_what_was_saved() -> None:
+    ledger = CostLedger()
+    assert not ledger.warm(0, ANTHROPIC)
+    after = ledger.record(
+        at=0, warm=False, stable_tokens=0, total=80, off_total=100, pricing=ANTHROPIC
+    )
+    assert after.warm(300_000, ANTHROPIC) and not after.warm(300_001, ANTHROPIC)
+    assert after.saved == 20 * 1.25
+    assert dataclasses.replace(after, cold_reported=True).warm(1, ANTHROPIC) is False
+
+
+# -- in a session ---------------------------------------------------------------------------
+
+
+def _bash(cid: str, output: str) -> list:  # type: ignore[type-arg]
+    return [ai_call(cid, "bash", {"command": f"echo {cid}"}), tool_result(cid, "bash", output)]
+
+
+def _session() -> Session:
+    s = Session("s", workspace_root=lambda: "/w", clock=lambda: 0)
+    s.set_override("compression.density.recencyPruning", True)
+    s.set_override("compression.density.recencyRetention", 1)
+    s.model = "claude-sonnet-4"
+    return s
+
+
+BIG = "output line\n" * 300
+
+
+async def test_warm_edits_of_cached_entries_wait_and_a_cold_cache_applies_them() -> None:
+    s = _session()
+    s.append([human("go"), *_bash("b1", BIG), ai_text("next " * 500)])
+    first = await s.compact(at=1_000)
+    assert first.cache.cold and first.cache.stable_prefix == 0
+    s.append([*_bash("b2", "short")])
+    warm = await s.compact(at=2_000)  # b1's output is now old, but sits in the cached prefix
+    assert not warm.cache.cold
+    assert warm.cache.edits_pending == 1 and warm.cache.pending_tokens > 500
+    assert warm.status.pending_tokens == warm.cache.pending_tokens
+    assert warm.cache.stable_prefix == len(first.history)
+    assert "output line" in warm.history.json().decode()
+    s.append([ai_text("more")])
+    cold = await s.compact(at=2_000 + 301_000)  # the provider's cache has expired
+    assert cold.cache.cold and cold.cache.edits_applied == 1 and cold.cache.edits_pending == 0
+    assert "output line" not in cold.history.json().decode()
+
+
+async def test_every_turn_applies_at_once_whatever_the_cache() -> None:
+    s = _session()
+    s.set_override("compression.density.schedule", "every-turn")
+    s.append([human("go"), *_bash("b1", BIG), ai_text("next " * 500)])
+    await s.compact(at=1_000)
+    s.append([*_bash("b2", "short")])
+    result = await s.compact(at=2_000)
+    assert result.cache.edits_applied == 1 and result.cache.edits_pending == 0
+    assert result.cache.stable_prefix < len(result.history)  # the prefix broke
+
+
+async def test_revisions_and_the_delta_name_what_the_client_holds() -> None:
+    s = _session()
+    s.append([human("go"), ai_text("ok")])
+    first = await s.compact(at=1_000)
+    s.append([human("and then"), ai_text("done")])
+    second = await s.compact(at=2_000)
+    assert first.revision != second.revision and second.previous == first.revision
+    base, keep, entries = second.delta(first.revision)
+    assert (base, keep) == (first.revision, 2)
+    assert list(first.history) + list(entries) == list(second.history)
+    assert second.delta("something else") == (None, 0, second.history)
+    assert second.delta(None)[1] == 0

@@ -1,0 +1,114 @@
+"""history/sync in the core: a resent conversation, forks, compression, restarts."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hdcontext.core.content import IContent, parse_entries
+from hdcontext.core.session import Session
+from hdcontext.core.sync import entry_digest, ranges, unrange
+
+OFF = {
+    "compression.density.readWritePruning": False,
+    "compression.density.fileDedupe": False,
+}
+
+
+def _entry(text: str, speaker: str = "human") -> dict[str, Any]:
+    return {"speaker": speaker, "blocks": [{"type": "text", "text": text}]}
+
+
+def _sync(session: Session, raw: list[dict[str, Any]]) -> tuple[int, int | None]:
+    digests = [entry_digest(e) for e in raw]
+    held = session.sync_point(digests)
+    new = parse_entries(raw[held:])
+    outcome = session.sync(held, digests, session.prepare(new))
+    return outcome.appended, outcome.forked_at
+
+
+def _blocks(entries: Any) -> list[Any]:
+    return [e.blocks for e in entries]
+
+
+conversations = st.lists(
+    st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=0, max_size=8),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(conversations)
+def test_the_working_view_follows_every_resent_conversation(sends: list[list[str]]) -> None:
+    session = Session("s", settings=lambda: OFF, clock=lambda: 1)
+    sent: list[IContent] = []
+    for words in sends:
+        raw = [_entry(f"{i}:{w}", "human" if i % 2 else "ai") for i, w in enumerate(words)]
+        before = len(session.history.transcript_json)
+        appended, forked_at = _sync(session, raw)
+        now = parse_entries(raw)
+        assert _blocks(session.history.raw) == _blocks(now)
+        common = 0
+        while common < min(len(sent), len(now)) and _blocks(sent[common : common + 1]) == _blocks(
+            now[common : common + 1]
+        ):
+            common += 1
+        assert appended == len(now) - common
+        assert forked_at == (common if common < len(sent) else None)
+        assert len(session.history.transcript_json) == before + appended  # never lost
+        sent = now
+
+
+RAW = [_entry(f"turn {i} " + "word " * 40, "human" if i % 2 else "ai") for i in range(12)]
+
+
+async def test_a_fork_after_truncation_keeps_what_compression_did() -> None:
+    session = Session("s", settings=lambda: {"contextLimit": 400, **OFF}, clock=lambda: 1)
+    session.set_override("compression.strategy", "top-down-truncation")
+    _sync(session, RAW)
+    await session.compact()
+    kept = len(session.history.raw_json)
+    assert kept < len(RAW)  # the oldest turns went
+    edited = [*RAW[:-1], _entry("the last message, edited")]
+    assert _sync(session, edited) == (1, len(RAW) - 1)
+    assert _blocks(session.history.raw) == _blocks(parse_entries(edited[-kept:]))
+
+
+async def test_a_fork_inside_a_summary_starts_again_from_the_transcript() -> None:
+    async def summary(request: Any, values: Any) -> str:
+        return "<state_snapshot>the middle</state_snapshot>"
+
+    session = Session(
+        "s", settings=lambda: {"contextLimit": 400, **OFF}, clock=lambda: 1, summarizer=summary
+    )
+    session.set_override("compression.strategy", "middle-out")
+    _sync(session, RAW)
+    await session.compact()
+    assert "the middle" in session.history.raw.json().decode()
+    edited = [*RAW[:4], _entry("an early message, edited")]
+    assert _sync(session, edited) == (1, 4)
+    assert _blocks(session.history.raw) == _blocks(parse_entries(edited))
+
+
+def test_lineages_are_saved_as_runs() -> None:
+    seqs = [0, 1, 2, 5, 6, 9]
+    assert ranges(seqs) == [[0, 3], [5, 7], [9, 10]]
+    assert unrange(ranges(seqs)) == seqs
+
+
+def test_a_session_filled_by_append_is_synced_against_what_it_holds() -> None:
+    session = Session("s", settings=lambda: OFF, clock=lambda: 1)
+    raw = [_entry("hello"), _entry("hi", "ai")]
+    session.append(parse_entries(raw))
+    assert _sync(session, [*raw, _entry("more")]) == (1, None)
+
+
+def test_digests_do_not_depend_on_key_order() -> None:
+    a = {"speaker": "human", "blocks": [{"type": "text", "text": "x"}]}
+    b = {"blocks": [{"text": "x", "type": "text"}], "speaker": "human"}
+    assert entry_digest(a) == entry_digest(b)
+    assert asyncio.iscoroutinefunction(Session.compact)
