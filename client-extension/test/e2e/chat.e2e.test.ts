@@ -16,7 +16,6 @@
 
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
@@ -25,7 +24,7 @@ import type { Locator } from 'playwright-core';
 import { formatTokens } from '../../src/status';
 import { bigFile } from '../helpers/conversation';
 import { EXTENSION_ROOT, VENV_PYTHON } from '../helpers/realDaemon';
-import { CodeServerRun, EDITOR_TESTS_SKIPPED, STEP_MS, poll } from './codeServer';
+import { ARTIFACTS, CodeServerRun, EDITOR_TESTS_SKIPPED, STEP_MS, poll } from './codeServer';
 
 const VSIX = path.join(EXTENSION_ROOT, 'hdcontext.vsix');
 const FIXTURE_VSIX = path.join(EXTENSION_ROOT, 'out', 'e2e', 'hdcontext-chat-e2e-fixture.vsix');
@@ -106,6 +105,10 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
         await run.page.keyboard.press('Control+A');
         await run.page.keyboard.press('Backspace');
         await run.page.keyboard.type(text);
+        if (/\/\w+$/.test(text)) {
+            // Enter would accept the slash command's completion instead of sending.
+            await run.page.keyboard.type(' ');
+        }
         await run.page.keyboard.press('Enter');
     };
     /** The last response in the panel, once it shows `pattern`. */
@@ -122,7 +125,8 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
             return;
         }
         assert.ok(fs.existsSync(VENV_PYTHON), `${VENV_PYTHON} is missing: run make unit`);
-        logFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'hdcontext-chat-log-')), 'chat.log');
+        // In the artifacts folder (which the run makes afresh): what each hop received, kept.
+        logFile = path.join(ARTIFACTS, 'chat', 'chat.log');
         run = await CodeServerRun.start({
             name: 'chat',
             extensions: [VSIX, FIXTURE_VSIX],
@@ -142,9 +146,6 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
 
     after(async () => {
         await run?.close();
-        if (logFile) {
-            fs.rmSync(path.dirname(logFile), { recursive: true, force: true });
-        }
     });
 
     it('the model picker lists "Fake Backend 1 · hdcontext", and picking it works', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
@@ -156,7 +157,7 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
             if (bar) {
                 await page.mouse.move(bar.x - 1, bar.y + bar.height / 2);
                 await page.mouse.down();
-                await page.mouse.move(bar.x - 330, bar.y + bar.height / 2, { steps: 5 });
+                await page.mouse.move(bar.x - 240, bar.y + bar.height / 2, { steps: 5 });
                 await page.mouse.up();
             }
             // The picker lists the models known when it opens: reopen it until the twin is there.

@@ -152,6 +152,7 @@ export class CodeServerRun {
             }
         }
         fs.rmSync(this.artifacts, { recursive: true, force: true });
+        fs.mkdirSync(this.artifacts, { recursive: true });
         const ud = path.join(this.dir, 'ud');
         const extDir = path.join(this.dir, 'ext');
         for (const d of [path.dirname(this.settingsFile), extDir, this.workspace, path.join(this.dir, 'tmp'), path.join(this.dir, 'xdg')]) {
