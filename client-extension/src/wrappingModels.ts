@@ -146,6 +146,9 @@ export class WrappingModels implements vscode.LanguageModelChatProvider, vscode.
         });
         const history = this.host.chats.apply(sessionId, result);
         const out = toMessages(history, breakpoints, (ref) => table.has(ref));
+        if (out.length === 0) {
+            throw new Error('the daemon gave an empty history');
+        }
         const problems = toolPairProblems(out);
         if (problems.length && toolPairProblems(chat).length === 0) {
             throw new Error(`the history the daemon gave breaks tool-call pairing (${problems[0]})`);
