@@ -202,6 +202,9 @@ function resultParts(block: ToolResponseBlock, known: (ref: string) => boolean):
         parts = [{ kind: 'text', value: result }];
     } else if (Array.isArray(result) && result.every(isEncodedBlock)) {
         parts = result.flatMap((b) => blockParts(b, known));
+    } else if (isObject(result) && typeof result.output === 'string' && Object.keys(result).length === 1) {
+        // `{output: "…"}`, as llxprt-style agents give results through the API.
+        parts = [{ kind: 'text', value: result.output }];
     } else {
         parts = [{ kind: 'text', value: JSON.stringify(result) ?? '' }];
     }

@@ -118,6 +118,8 @@ describe('entries → chat messages', () => {
         assert.deepEqual(back[0].parts, [call('c1', 'grep', {})]);
         assert.deepEqual(back[1].parts, [result('c1', text('[Result pruned — re-run tool to retrieve]'))]);
         assert.deepEqual(back[3].parts, [result('c2', text('{"exitCode":1}'), text('Error: failed'))]);
+        const llxprt = toMessages([{ speaker: 'tool', blocks: [{ type: 'tool_response', callId: 'c3', toolName: 'read_file', result: { output: 'a\nb' } }] }]);
+        assert.deepEqual(llxprt[0].parts, [result('c3', text('a\nb'))]);
         assert.deepEqual(back[4].parts, [text('```py\nx = 1\n```')]);
     });
 

@@ -215,6 +215,42 @@ describe('the real daemon, over vscode-jsonrpc', () => {
         );
     });
 
+    it('protocol 2 as the chat panel uses it: sync, a delta compact, usage, retrieve', async () => {
+        const chat = readThenWrite();
+        // The first request of a turn: the read only.
+        const first = await d.client.sync('panel', chat.slice(0, 3), { contextLimit: 100000, model: 'gpt-test' });
+        assert.equal(first.appended, 3);
+        assert.equal(first.forkedAt, null);
+        assert.equal(first.contextLimit, 100000);
+        const c1 = await d.client.compactDelta('panel');
+        assert.equal(c1.history, undefined, 'reply delta: no whole history');
+        assert.ok(c1.delta && c1.delta.base === null && c1.delta.keep === 0 && c1.delta.entries.length === 3);
+        assert.equal(typeof c1.revision, 'string');
+        assert.ok(c1.cache && typeof c1.cache.stablePrefix === 'number' && typeof c1.cache.cold === 'boolean');
+        // The whole conversation again, grown: only the new entries are appended.
+        const second = await d.client.sync('panel', chat);
+        assert.equal(second.appended, 3);
+        const c2 = await d.client.compactDelta('panel', { base: c1.revision });
+        assert.equal(c2.delta?.base, c1.revision);
+        const history = [...c1.delta.entries.slice(0, c2.delta?.keep), ...(c2.delta?.entries ?? [])];
+        const calls = history.flatMap((e) => e.blocks.filter((b) => b.type === 'tool_call').map((b) => (b as { id: string }).id));
+        const results = history.flatMap((e) => e.blocks.filter((b) => b.type === 'tool_response').map((b) => (b as { callId: string }).callId));
+        assert.deepEqual(calls.sort(), results.sort(), 'tool calls and results in pairs');
+        // An edited last message: a fork where they part.
+        const edited = [...chat.slice(0, 5), { speaker: 'ai' as const, blocks: [{ type: 'text' as const, text: 'Something else.' }] }];
+        assert.equal((await d.client.sync('panel', edited)).forkedAt, 5);
+        // What the model billed.
+        const billed = await d.client.usage({ sessionId: 'panel', inputTokens: 1200, cacheReadTokens: 900, outputTokens: 40 });
+        assert.equal(billed.usage?.calls, 1);
+        assert.equal(billed.usage?.cacheReadTokens, 900);
+        // The read as it was appended, whatever density did to it since.
+        const back = await d.client.retrieve('panel', 'call-read-1');
+        assert.equal(back.call?.name, 'read_file');
+        assert.deepEqual(back.response.result, chat[2].blocks[0].type === 'tool_response' ? chat[2].blocks[0].result : undefined);
+        await rejectsWith(d.client.retrieve('panel', 'no-such-call'), ErrorCodes.UnknownCall, /unknown call 'no-such-call'/);
+        await d.client.delete('panel');
+    });
+
     it('list, todos, clear, close, delete', async () => {
         const { sessions } = await d.client.list();
         assert.ok(sessions.some((s) => s.sessionId === 'chat'));
