@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { ChatSessions } from '../../src/chatSessions';
 import { Daemon } from '../../src/daemon';
 import { EditorSummarizer } from '../../src/summarizer';
+import type { Status } from '../../src/protocol';
 import { RETRIEVE_TOOL } from '../../src/retrieveTool';
 import { WrappingModels, type WrapperHost } from '../../src/wrappingModels';
 import { bigFile } from '../helpers/conversation';
@@ -195,15 +196,37 @@ describe('WrappingModels', () => {
             }
             throw err;
         }
-        const models = new WrappingModels(host);
-        await models.provideLanguageModelChatResponse(info, request() as never, opts([{ name: 'read_file', description: 'r' }]), { report: () => undefined }, new CancellationTokenSource().token as never);
-        const sent = model.sent[0].messages;
+        const logged: string[] = [];
+        const models = new WrappingModels({ ...host, log: (l) => logged.push(l) });
+        const system = new LanguageModelChatMessage(3 as Role, [new Text('You are an agent.')]);
+        const turn = [system, ...request()];
+        // The first request of the turn, then the whole conversation again with the write's
+        // result and the user's next words in one message, as Copilot sends them.
+        await models.provideLanguageModelChatResponse(info, turn.slice(0, 4) as never, opts([{ name: 'read_file', description: 'r' }]), { report: () => undefined }, new CancellationTokenSource().token as never);
+        const last = new LanguageModelChatMessage(Role.User, [new ToolResult('call-write-1', [new Text('ok')]), new Text('Now explain it.')]);
+        await models.provideLanguageModelChatResponse(info, [...turn.slice(0, 5), last] as never, opts([{ name: 'read_file', description: 'r' }]), { report: () => undefined }, new CancellationTokenSource().token as never);
+        assert.ok(!logged.some((l) => l.includes('forked')), `a grown conversation is no fork: ${logged.join('\n')}`);
+        const sent = model.sent[1].messages;
+        assert.equal(sent[0].role, 3, 'the system message stays one');
+        const tail = sent[sent.length - 1].content as unknown[];
+        assert.deepEqual(
+            tail.map((p) => (p instanceof ToolResult ? `result ${p.callId}` : (p as Text).value)),
+            ['result call-write-1', 'Now explain it.'],
+            'results and text of one user message stay one message',
+        );
         const calls = sent.flatMap((m) => (m.content as unknown[]).filter((p): p is ToolCall => p instanceof ToolCall).map((p) => p.callId));
         const results = sent.flatMap((m) => (m.content as unknown[]).filter((p): p is ToolResult => p instanceof ToolResult).map((p) => p.callId));
         assert.ok(calls.includes('call-write-1') && results.includes('call-write-1'));
         assert.equal(calls.includes('call-read-1'), results.includes('call-read-1'), 'the read goes or stays with its result');
         assert.equal(host.warnings.length, 0, host.warnings.join('\n'));
-        assert.ok(host.statuses.length >= 1);
+        // The backend's token_usage part, passed on with history/usage.
+        for (let i = 0; i < 100 && !host.statuses.some((st) => ((st as Status).usage?.calls ?? 0) >= 2); i++) {
+            await new Promise((r) => setTimeout(r, 20));
+        }
+        const reported = host.statuses.filter((st) => (st as Status).usage !== undefined).pop() as Status;
+        assert.equal(reported.usage?.calls, 2);
+        assert.equal(reported.usage?.inputTokens, 1800);
+        assert.equal(reported.usage?.cacheReadTokens, 1200);
         models.dispose();
     });
 });
