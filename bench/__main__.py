@@ -17,7 +17,7 @@ from typing import Any
 from hdcontext.core.content import dump_entries
 from hdcontext.core.tokens import ENCODING_NAME
 
-from . import density, latency, profile, protocol_v2, replay, table, transcripts
+from . import density, latency, profile, protocol_v2, replay, scale, table, transcripts
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -80,7 +80,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         print("5. Protocol v2: delta replies and history/sync")
         print(table.protocol_v2(report["protocol_v2"]), end="\n\n", flush=True)
-        print("6. Where a turn's time goes")
+        if args.quick:
+            report["scale"] = scale.run(largest, sessions=5)
+        else:
+            report["scale"] = scale.run(largest)
+        print("6. Fifty sessions of a million tokens in one daemon")
+        print(table.scale(report["scale"]), end="\n\n", flush=True)
+        print("7. Where a turn's time goes")
         try:
             report["profile"] = profile.run(largest, 10, 5 if args.quick else profile.TURNS)
             print(table.profile(report["profile"]))

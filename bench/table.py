@@ -188,3 +188,21 @@ def protocol_v2(result: dict[str, Any]) -> str:
         met = "met" if t["value"] <= t["target"] else "NOT met"
         lines.append(f"  {name:<42}{t['value']:>6}×  target ≤ {t['target']}×  {met}")
     return "\n".join(lines)
+
+
+def scale(result: dict[str, Any]) -> str:
+    gb = result["json_bytes_each"] * result["sessions"]
+    above = result["rss_loaded_bytes"] - result["rss_idle_bytes"]
+    lines = [
+        f"{result['sessions']} sessions of {result['tokens_each']:,} tokens "
+        f"({_mb(result['json_bytes_each'])} each, {_mb(gb)} in all) loaded in "
+        f"{result['load_seconds']} s; RSS above idle {_mb(above)}",
+        f"compact (delta) of one of them p50 {result['compact_among_p50_ms']} ms, the same session "
+        f"alone {result['compact_alone_p50_ms']} ms (two daemons, turn by turn)",
+        f"after a restart: first reply {result['restart_first_reply_s']} s, all "
+        f"{result['sessions']} opened {result['restart_all_open_s']} s",
+    ]
+    for name, t in result["targets"].items():
+        met = "met" if t["value"] <= t["target"] else "NOT met"
+        lines.append(f"  {name:<42}{t['value']:>7}  target ≤ {t['target']}  {met}")
+    return "\n".join(lines)

@@ -185,3 +185,15 @@ def test_shell_views_count_too() -> None:
 def test_a_heredoc_that_writes_the_file_is_a_view() -> None:
     history = [*bash("c1", "cat a.py"), *bash("w1", "cat <<'EOF' > a.py\nnew\nEOF")]
     assert gone(history, optimize(history, KEEP)) == {"c1"}
+
+
+def test_a_client_that_can_retrieve_gets_pointers_that_name_the_call() -> None:
+    history = [*bash("b1", "ls"), *bash("b2", "ls -l")]
+    recency = dataclasses.replace(
+        KEEP, recency_pruning=True, recency_retention=1, retrieve_tool="hdcontext_retrieve"
+    )
+    result = optimize(history, recency)
+    pointer = '[Result pruned — call hdcontext_retrieve with callId "b1" to get it back]'
+    assert pointed(result, pointer) == {"b1"}
+    again = [result.replacements.get(i, e) for i, e in enumerate(history)]
+    assert optimize(again, recency).is_empty  # a pointer is not pruned again

@@ -162,6 +162,7 @@ async def start_daemon(
     command: list[str] | None = None,
     env: dict[str, str] | None = None,
     summarize: Summarize | None = None,
+    init_options: dict[str, Any] | None = None,
 ) -> AsyncIterator[Daemon]:
     """A daemon started over stdio and initialized with the given client profile.
 
@@ -193,7 +194,7 @@ async def start_daemon(
     full_env = {**os.environ, **(env or {})}
     await client.start_io(*(command or SERVER_MODULE), env=full_env)
     _capture_stderr(client, daemon.stderr)
-    options: dict[str, Any] = {"storageDir": str(storage)}
+    options: dict[str, Any] = {"storageDir": str(storage), **(init_options or {})}
     if init_settings is not None:
         options["settings"] = init_settings
     roots = folders or []

@@ -8,7 +8,16 @@ from typing import Any
 
 import pytest
 
-from .harness import Daemon, call_ids, read_pair, start_daemon, text, write_pair
+from .harness import (
+    Daemon,
+    call_ids,
+    read_pair,
+    start_daemon,
+    text,
+    tool_call,
+    tool_response,
+    write_pair,
+)
 
 CONVERSATION: list[dict[str, Any]] = [
     text("human", "What does a.py print?"),
@@ -137,3 +146,32 @@ async def test_bad_requests_get_their_codes(
         if code == -32003:
             assert err.message == "unknown call 'nope' in session 'chat'"
         assert await d.call("history/get", {"sessionId": "chat"}) == before
+
+
+async def test_a_client_with_a_retrieve_tool_gets_pointers_it_can_follow(storage: Path) -> None:
+    settings = {
+        "compression.density.recencyPruning": True,
+        "compression.density.recencyRetention": 1,
+    }
+    options = {"retrieveTool": "hdcontext_retrieve"}
+    async with start_daemon(storage, init_settings=settings, init_options=options) as d:
+        grep = [
+            tool_call("g1", "Grep", {"pattern": "TODO"}),
+            tool_response("g1", "Grep", "a.py:3: TODO"),
+            tool_call("g2", "Grep", {"pattern": "FIXME"}),
+            tool_response("g2", "Grep", "b.py:9: FIXME"),
+        ]
+        await _sync(d, [text("human", "look"), *grep])
+        result = await d.call("history/compact", {"sessionId": "chat"})
+        results = {
+            b["callId"]: b["result"]
+            for e in result["history"]
+            for b in e["blocks"]
+            if b["type"] == "tool_response"
+        }
+        assert results == {
+            "g1": '[Result pruned — call hdcontext_retrieve with callId "g1" to get it back]',
+            "g2": "b.py:9: FIXME",
+        }
+        back = await d.call("history/retrieve", {"sessionId": "chat", "callId": "g1"})
+        assert back["response"]["result"] == "a.py:3: TODO"

@@ -98,6 +98,24 @@ class CacheReport(_Reply):
     cold: bool
 
 
+class CompactSummary(_Reply):
+    """``history/compact``'s reply but its history (the edge adds ``history`` or ``delta``)."""
+
+    revision: str
+    cache: CacheReport
+    status: Status
+    density: DensityReport | None
+    compression: CompressionReport | None
+    over_limit: bool
+
+
+class SyncReply(Status):
+    """``history/sync``: the Status, and what the sync did."""
+
+    appended: int
+    forked_at: int | None
+
+
 class SettingsReply(_Reply):
     """``history/settings`` and ``history/setOverride``: values by wire key, and sources."""
 

@@ -11,12 +11,12 @@ functions the edge hands in).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from .cache.pricing import Pricing, pricing_for
+from .cache.savings import Savings
 from .cache.schedule import Candidate, Plan, everything, plan
 from .compression.factory import get_strategy
 from .compression.prompts import COMPRESSION_PROMPT
@@ -33,25 +33,25 @@ from .content import (
     ToolCallBlock,
     ToolResponseBlock,
     dump_entries,
-    entry_from_json,
-    is_empty_ai,
 )
-from .density.edits import Edit, edited_entries, result_of
+from .density.edits import Edit, result_of
 from .density.engine import DensityEngine
 from .density.types import DensityConfig, FileWrite
 from .history import History, HistorySnapshot, Prepared
 from .replies import (
     CacheReport,
+    CompactSummary,
     CompressionReport,
     DensityCounts,
     DensityReport,
     SettingsReply,
     Status,
 )
+from .retrieve import find_call
 from .settings import Resolved, Settings, resolve, validate
 from .state import CacheState, ReplyMark, SessionState
 from .stored import Blob, Entries
-from .sync import entry_digest, without_timestamp
+from .sync import Lineage
 from .todos import latest_todo_write
 
 
@@ -107,14 +107,14 @@ class CompactResult:
 
     def wire_fields(self) -> dict[str, object]:
         """The reply of ``history/compact`` without its history (the edge adds it)."""
-        return {
-            "revision": self.revision,
-            "cache": self.cache.to_wire(),
-            "status": self.status.to_wire(),
-            "density": self.density.to_wire() if self.density else None,
-            "compression": self.compression.to_wire() if self.compression else None,
-            "overLimit": self.over_limit,
-        }
+        return CompactSummary(
+            revision=self.revision,
+            cache=self.cache,
+            status=self.status,
+            density=self.density,
+            compression=self.compression,
+            over_limit=self.over_limit,
+        ).to_wire()
 
 
 @dataclass(frozen=True)
@@ -143,6 +143,7 @@ class Session:
         export_transcript: TranscriptExporter | None = None,
         clock: Callable[[], int] = now_ms,
         epoch: str = "",
+        retrieve_tool: str | None = None,
     ) -> None:
         self.session_id = session_id
         self.model: str | None = None
@@ -160,6 +161,7 @@ class Session:
         self._prompt = prompt
         self._export_transcript = export_transcript
         self._clock = clock
+        self._retrieve_tool = retrieve_tool
         self._writes: dict[str, int] = {}
         self._todos: list[Todo] = []
         self._todos_since = 0  # transcript length when the client last set todos
@@ -168,12 +170,8 @@ class Session:
         self._density = DensityEngine()
         self._cache = CacheState()
         self._applied = 0  # edits applied by the compaction under way
-        # What each proposed edit saves, counted once per edit (edits wait for many turns).
-        self._savings: dict[object, tuple[Edit, int]] = {}
-        # history/sync: the conversation as the client last sent it (transcript entries), and
-        # the digest of each as the client wrote it (a cache: rebuilt after a restart).
-        self._lineage: list[int] | None = None
-        self._client_digests: dict[int, bytes] = {}
+        self._savings = Savings()  # what each waiting edit saves, counted once
+        self._lineage = Lineage()  # the conversation as history/sync last saw it
 
     # -- settings ------------------------------------------------------------------------
 
@@ -244,54 +242,29 @@ class Session:
     def sync_point(self, digests: Sequence[bytes]) -> int:
         """How many of a resent conversation's entries (by ``sync.entry_digest``) the session
         holds already, in order: the rest is new, or a fork from there."""
-        lineage = self._current_lineage()
-        held = 0
-        for seq, digest in zip(lineage, digests, strict=False):
-            if not self._sent_as(seq, digest):
-                break
-            held += 1
-        return held
+        return self._lineage.held(digests, self.history.transcript)
 
     def sync(self, held: int, digests: Sequence[bytes], new: Prepared) -> SyncOutcome:
         """Follow a resent conversation whose first ``held`` entries the session has
         (``sync_point``) and whose other entries are ``new``: fork the working view where the
         two part, append the new ones. The transcript keeps everything."""
-        lineage = self._current_lineage()
+        history = self.history
+        length = len(history.transcript_json)
+        lineage = self._lineage.current(length)
         forked = held < len(lineage)
         if forked:
-            cut = self.history.cut_point(lineage[held])
+            cut = history.cut_point(lineage[held])
             if cut is None:
-                self.history.reinstate(lineage[:held])
+                history.reinstate(lineage[:held])
             else:
-                self.history.truncate(cut)
-        start = len(self.history.transcript_json)
+                history.truncate(cut)
         count = len(new.blobs)
-        self.history.append(new)
-        seqs = range(start, start + count)
-        self._lineage = lineage[:held] + list(seqs)
-        self._client_digests.update(zip(seqs, digests[held:], strict=True))
+        history.append(new)
+        self._lineage.follow(held, range(length, length + count), digests[held:], length)
         if forked or count:
             self.version += 1
             self.dirty = True
         return SyncOutcome(appended=count, forked_at=held if forked else None)
-
-    def _current_lineage(self) -> list[int]:
-        """The conversation as sync knows it; a session filled by ``append`` counts all it
-        was given."""
-        if self._lineage is None:
-            return list(range(len(self.history.transcript_json)))
-        return self._lineage
-
-    def _sent_as(self, seq: int, digest: bytes) -> bool:
-        known = self._client_digests.get(seq)
-        if known is None:
-            wire = self.history.transcript[seq].to_wire()
-            candidates = {entry_digest(wire), entry_digest(without_timestamp(wire))}
-            if digest not in candidates:
-                return False
-            self._client_digests[seq] = digest
-            return True
-        return known == digest
 
     # -- what the provider billed ---------------------------------------------------------
 
@@ -326,26 +299,8 @@ class Session:
 
     def retrieve(self, call_id: str) -> tuple[ToolCallBlock | None, ToolResponseBlock]:
         """A tool call and its latest response as they were appended (KeyError if no
-        response has that id). Only entries that mention the id are parsed."""
-        needle = json.dumps(call_id).encode("utf-8", "surrogatepass")
-        transcript = self.history.transcript_json
-        response: ToolResponseBlock | None = None
-        at = len(transcript)
-        for seq in range(len(transcript) - 1, -1, -1):
-            if needle in transcript[seq]:
-                for block in entry_from_json(transcript[seq]).blocks:
-                    if isinstance(block, ToolResponseBlock) and block.call_id == call_id:
-                        response, at = block, seq
-            if response is not None:
-                break
-        if response is None:
-            raise KeyError(call_id)
-        for seq in range(at, -1, -1):
-            if needle in transcript[seq]:
-                for block in entry_from_json(transcript[seq]).blocks:
-                    if isinstance(block, ToolCallBlock) and block.id == call_id:
-                        return block, response
-        return None, response
+        response has that id)."""
+        return find_call(self.history.transcript_json, call_id)
 
     def note_write(self, path: str, when: int | None = None) -> None:
         """A file written outside the history (disk, didSave). ``path`` is already resolved."""
@@ -399,6 +354,7 @@ class Session:
             write_tools=frozenset(v.write_tools),
             shell_tools=frozenset(v.shell_tools),
             external_writes=writes,
+            retrieve_tool=self._retrieve_tool,
             keep_latest_view=v.keep_latest_view,
         )
 
@@ -436,29 +392,6 @@ class Session:
             raise RuntimeError("a density edit names an entry the history does not hold")
         return self.history.raw[index]
 
-    def _candidates(self, edits: list[Edit]) -> list[Candidate]:
-        """Each edit with where it starts and what it saves (counted once per edit)."""
-        history = self.history
-        known = self._savings
-        self._savings = {}
-        out: list[Candidate] = []
-        for edit in edits:
-            key = (edit.rule, tuple((b.key, b.block, b.new is None) for b in edit.blocks))
-            cached = known.get(key)
-            if cached is not None and cached[0] == edit:
-                saving = cached[1]
-            else:
-                saving = 0
-                for k, (_, new) in edited_entries([edit], self._entry).items():
-                    index = history.position(k)
-                    assert index is not None
-                    kept = 0 if new is None or is_empty_ai(new) else history.count(new)
-                    saving += history.curated_tokens_at(index) - kept
-            self._savings[key] = (edit, saving)
-            start = min(p for k in edit.keys if (p := history.position(k)) is not None)
-            out.append(Candidate(edit, start, saving))
-        return out
-
     def _scheduler(
         self, r: Resolved, pricing: Pricing, cached_end: int, all_now: bool
     ) -> Callable[[list[Edit]], Plan]:
@@ -471,7 +404,7 @@ class Session:
                 return everything(candidates)
             ledger = self._cache.ledger
             return plan(
-                self._candidates(edits),
+                self._savings.candidates(edits, self.history, self._entry),
                 cached_end=cached_end,
                 tokens_between=self.history.tokens_between,
                 pricing=pricing,
@@ -640,10 +573,9 @@ class Session:
         """Put the session back as it was at ``snap`` (the one rollback path)."""
         self.history.restore_snapshot(snap.history)
         self.import_state(snap.state)
-        self._savings = {}  # keys of entries appended after the snapshot may come back
-        self._client_digests = {
-            k: v for k, v in self._client_digests.items() if k < len(self.history.transcript_json)
-        }
+        # Keys and transcript places of entries rolled back will be given again.
+        self._savings.forget()
+        self._lineage.forget_after(len(self.history.transcript_json))
 
     # -- persistence (used only by the daemon's store) -----------------------------------
     # The store saves the history through ``raw_json``/``tokens``/``transcript_json`` and
@@ -662,7 +594,7 @@ class Session:
             writes=dict(self._writes),
             model=self.model,
             epoch=self.epoch,
-            lineage=None if self._lineage is None else tuple(self._lineage),
+            lineage=None if self._lineage.seqs is None else tuple(self._lineage.seqs),
             cache=replace(
                 self._cache,
                 reply=replace(self._cache.reply, changed_from=self.history.changed_from),
@@ -680,7 +612,7 @@ class Session:
         self.model = state.model
         self.epoch = state.epoch
         self._cache = state.cache
-        self._lineage = None if state.lineage is None else list(state.lineage)
+        self._lineage.seqs = None if state.lineage is None else list(state.lineage)
         self.history.mark_stable(state.cache.reply.changed_from)
 
 

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
+
+from .stored import Entries
 
 DIGEST_BYTES = 16
 
@@ -61,3 +64,48 @@ def ranges(seqs: list[int]) -> list[list[int]]:
 
 def unrange(runs: list[list[int]]) -> list[int]:
     return [seq for start, stop in runs for seq in range(start, stop)]
+
+
+class Lineage:
+    """The conversation as the client last sent it: the transcript entry each of its entries
+    is, and the digest of each as the client wrote it (a cache, taken again from the
+    transcript after a restart).
+
+    ``seqs`` is ``None`` until the first sync: a session filled by ``history/append`` counts
+    everything it was given."""
+
+    def __init__(self, seqs: list[int] | None = None) -> None:
+        self.seqs = seqs
+        self._digests: dict[int, bytes] = {}
+
+    def current(self, transcript_length: int) -> list[int]:
+        return list(range(transcript_length)) if self.seqs is None else self.seqs
+
+    def held(self, digests: Sequence[bytes], transcript: Entries) -> int:
+        """How many of the client's entries (by digest) the lineage holds, in order."""
+        held = 0
+        for seq, digest in zip(self.current(len(transcript)), digests, strict=False):
+            if not self._sent_as(seq, digest, transcript):
+                break
+            held += 1
+        return held
+
+    def follow(self, held: int, seqs: Sequence[int], digests: Sequence[bytes], length: int) -> None:
+        """The client's conversation is now the first ``held`` entries, then the transcript
+        entries ``seqs`` (sent as ``digests``)."""
+        self.seqs = self.current(length)[:held] + list(seqs)
+        self._digests.update(zip(seqs, digests, strict=True))
+
+    def forget_after(self, transcript_length: int) -> None:
+        """Entries from ``transcript_length`` on are gone (a rollback)."""
+        self._digests = {k: v for k, v in self._digests.items() if k < transcript_length}
+
+    def _sent_as(self, seq: int, digest: bytes, transcript: Entries) -> bool:
+        known = self._digests.get(seq)
+        if known is None:
+            wire = transcript[seq].to_wire()
+            if digest not in {entry_digest(wire), entry_digest(without_timestamp(wire))}:
+                return False
+            self._digests[seq] = digest
+            return True
+        return known == digest

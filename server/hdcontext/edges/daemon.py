@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 from ..core.compression.types import CompressionError, SummarizerError
 from ..core.content import Block, IContent, entries_json
-from ..core.replies import Status
+from ..core.replies import Status, SyncReply
 from ..core.session import CompactResult, Session, SessionSummarizer, SyncOutcome
 from ..core.settings import FIELDS, SettingError, resolve
 from ..core.stored import Entries
@@ -88,8 +88,15 @@ class Client(Protocol):
 
 
 class Daemon:
-    def __init__(self, client: Client, storage_dir: Path, settings: IdeSettings) -> None:
+    def __init__(
+        self,
+        client: Client,
+        storage_dir: Path,
+        settings: IdeSettings,
+        retrieve_tool: str | None = None,
+    ) -> None:
         self.client = client
+        self.retrieve_tool = retrieve_tool
         self.storage_dir = storage_dir
         self.settings = settings
         self.store = Store(storage_dir)
@@ -112,6 +119,7 @@ class Daemon:
             prompt=self._prompt,
             export_transcript=lambda entries: self.store.export_transcript(session_id, entries),
             epoch=uuid.uuid4().hex[:8],
+            retrieve_tool=self.retrieve_tool,
         )
 
     def workspace_root(self) -> str:
@@ -217,12 +225,12 @@ class Daemon:
 
             outcome = await self.registry.commit(session, change, model=p.model)
             self._notify(session)
-            reply = session.status().to_wire()
+            reply = dict(session.status())
         if len(new) >= memory.LARGE_APPEND:
             memory.release()
             self._large.add(p.session_id)
         await self.update_watcher()
-        return {**reply, "appended": outcome.appended, "forkedAt": outcome.forked_at}
+        return SyncReply(**reply, appended=outcome.appended, forked_at=outcome.forked_at).to_wire()
 
     async def _open(self, session_id: str, model: str | None, limit: int | None) -> Session:
         overrides: dict[str, object] = {} if limit is None else {"contextLimit": limit}

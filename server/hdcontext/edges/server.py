@@ -216,7 +216,7 @@ async def on_initialize(ls: HdServer, params: types.InitializeParams) -> None:
         if options.storage_dir
         else Path(platformdirs.user_data_dir("hdcontext", appauthor=False))
     )
-    daemon = Daemon(client, storage.resolve(), ls.ide_settings)
+    daemon = Daemon(client, storage.resolve(), ls.ide_settings, options.retrieve_tool)
     try:
         await daemon.start()
     except StoreError as exc:

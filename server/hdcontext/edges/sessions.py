@@ -192,6 +192,8 @@ class Registry:
                     threshold=r.threshold,
                     strategy=r.values.strategy,
                     saved_tokens=summary.state.saved_tokens,
+                    pending_tokens=summary.state.cache.pending_tokens,
+                    usage=summary.state.cache.usage,
                 )
             )
         return out

@@ -182,6 +182,11 @@ class InitOptions(BaseModel):
 
     settings: dict[str, Any] | None = None
     storage_dir: str | None = Field(default=None, alias="storageDir")
+    retrieve_tool: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = Field(
+        default=None, alias="retrieveTool"
+    )
+    """The tool through which the client's model can call ``history/retrieve``: pruned
+    results then point at it by call id."""
 
 
 class SummarizeAnswer(BaseModel):

@@ -8,6 +8,7 @@ how big the output was.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 
@@ -18,6 +19,30 @@ from ..tools import key_parameter
 
 PRUNED_POINTER = "[Result pruned — re-run tool to retrieve]"
 """REQ-HD-007.2: what recency pruning leaves in place of a result."""
+
+
+def pruned_pointer(call_id: str, retrieve_tool: str | None) -> str:
+    """What recency pruning leaves: the seeds' pointer, or, when the client offers the model a
+    tool that gives pruned results back (``history/retrieve``), a pointer naming that tool and
+    the call id to ask it for."""
+    if not retrieve_tool:
+        return PRUNED_POINTER
+    return (
+        f"[Result pruned — call {retrieve_tool} with callId {json.dumps(call_id)} to get it back]"
+    )
+
+
+_RETRIEVE_POINTER = re.compile(
+    r"\[Result pruned — call \S+ with callId \"(?:[^\"\\]|\\.)*\" to get it back\]"
+)
+
+
+def is_pruned(result: JsonValue) -> bool:
+    """Whether a result is recency pruning's pointer (either form)."""
+    return isinstance(result, str) and (
+        result == PRUNED_POINTER or _RETRIEVE_POINTER.fullmatch(result) is not None
+    )
+
 
 DISK_POINTER = "[File changed on disk after this read — read it again for its current content]"
 """What a read's output becomes when the file changed outside the history after it and no
@@ -74,7 +99,7 @@ def summary_line(response: ToolResponseBlock, call: ToolCallBlock | None) -> str
 def is_compact(result: JsonValue) -> bool:
     """Whether a result is already a one-liner of ours (a summary or the pruning pointer)."""
     return isinstance(result, str) and (
-        result in (PRUNED_POINTER, DISK_POINTER) or _SUMMARY.fullmatch(result) is not None
+        result == DISK_POINTER or is_pruned(result) or _SUMMARY.fullmatch(result) is not None
     )
 
 

@@ -36,7 +36,7 @@ def passes_for(config: DensityConfig) -> list[DensityPass]:
     if config.file_dedupe:
         out.append(FileDedupPass(config.workspace_root))
     if config.recency_pruning:
-        out.append(RecencyPass(config.retention))
+        out.append(RecencyPass(config.retention, config.retrieve_tool))
     return out
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 
-from ..compression.tool_summary import PRUNED_POINTER
+from ..compression.tool_summary import is_pruned, pruned_pointer
 from ..content import IContent, ToolResponseBlock
 from .edits import BlockEdit, Edit, Position, Rule
 from .passes import PassContext
@@ -26,8 +26,9 @@ from .passes import PassContext
 class RecencyPass:
     rule: Rule = "recency"
 
-    def __init__(self, retention: int) -> None:
+    def __init__(self, retention: int, retrieve_tool: str | None = None) -> None:
         self._keep = max(1, retention)
+        self._retrieve_tool = retrieve_tool
         self._by_tool: dict[str, list[Position]] = {}
         self._live: dict[str, set[Position]] = {}  # responses whose output is not the pointer
         self._edits: dict[Position, Edit] = {}  # built once per response (it parses the entry)
@@ -36,7 +37,7 @@ class RecencyPass:
         for j, block in enumerate(entry.blocks):
             if isinstance(block, ToolResponseBlock):
                 insort(self._by_tool.setdefault(block.tool_name, []), (key, j))
-                if block.result != PRUNED_POINTER:
+                if not is_pruned(block.result):
                     self._live.setdefault(block.tool_name, set()).add((key, j))
 
     def remove(self, key: int, entry: IContent) -> None:
@@ -87,6 +88,8 @@ class RecencyPass:
         if edit is None:
             key, j = position
             block = context.entry_of(key).blocks[j]
-            pointed = block.model_copy(update={"result": PRUNED_POINTER})
+            assert isinstance(block, ToolResponseBlock)
+            pointer = pruned_pointer(block.call_id, self._retrieve_tool)
+            pointed = block.model_copy(update={"result": pointer})
             edit = self._edits[position] = Edit(self.rule, (BlockEdit(key, j, pointed),))
         return edit

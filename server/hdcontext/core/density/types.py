@@ -39,6 +39,8 @@ class DensityConfig:
     shell_tools: frozenset[str] = frozenset()
     """Tools that run a shell command: their plain reads and writes count (``shell.py``)."""
     external_writes: Sequence[FileWrite] = ()
+    retrieve_tool: str | None = None
+    """The tool the client offers the model to get pruned results back: pointers name it."""
     keep_latest_view: bool = False
     """A read goes only when a later view of its file covers it (``stale_reads.py``); off is
     the seeds' rule: any later write makes a read go."""
