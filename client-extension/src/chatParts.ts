@@ -57,6 +57,18 @@ export class PartTable {
         if (p instanceof vscode.LanguageModelPromptTsxPart) {
             return this.keep(p, json(p.value) ?? where, promptTsxText(p.value));
         }
+        // Variants of a later API (e.g. LanguageModelToolResultPart2) by their shape: a call must
+        // stay a call and a result a result, or the history would lose its tool-call pairs.
+        const shape = (p ?? {}) as { callId?: unknown; name?: unknown; input?: unknown; content?: unknown; value?: unknown };
+        if (typeof shape.callId === 'string' && typeof shape.name === 'string' && typeof shape.input === 'object') {
+            return { kind: 'toolCall', callId: shape.callId, name: shape.name, input: shape.input };
+        }
+        if (typeof shape.callId === 'string' && Array.isArray(shape.content)) {
+            return { kind: 'toolResult', callId: shape.callId, content: shape.content.map((c: unknown, k: number) => this.part(c, `${where}.${k}`)) };
+        }
+        if (typeof shape.value === 'string' && /TextPart/.test(constructorName(p))) {
+            return { kind: 'text', value: shape.value };
+        }
         // A part this API version does not name (e.g. a thinking part): kept as it is.
         const value = (p as { value?: unknown } | null)?.value;
         const text = typeof value === 'string' ? value : Array.isArray(value) && value.every((v) => typeof v === 'string') ? value.join('') : '';
