@@ -17,7 +17,7 @@
  * an Error whose `code` is the protocol's error code when the daemon refuses the request
  * (-32602 bad params, -32001 unknown session, -32002 no summarizer for an LLM strategy).
  *
- * The wire shapes below are those of the hdcontext wire protocol, version 1 (PROTOCOL.md).
+ * The wire shapes below are those of the hdcontext wire protocol, version 2 (PROTOCOL.md).
  * This file needs no other declarations (no `vscode` import): copy it into your extension.
  */
 
@@ -91,6 +91,22 @@ export interface Status {
     strategy: string;
     /** Tokens that density edits and compression have removed so far. */
     savedTokens: number;
+    /**
+     * Tokens that density edits waiting for a cheaper moment would remove (cache-aware schedule).
+     * Absent from a protocol-1 daemon.
+     */
+    pendingTokens?: number;
+    /** What the provider billed over the session's model calls (`history/usage`). Absent from a protocol-1 daemon. */
+    usage?: Usage;
+}
+
+/** Totals of the usage reported for a session's model calls. */
+export interface Usage {
+    calls: number;
+    inputTokens: number;
+    cacheReadTokens: number;
+    cacheWriteTokens: number;
+    outputTokens: number;
 }
 
 export interface DensityReport {
@@ -109,9 +125,37 @@ export interface CompressionReport {
     transcriptPath: string | null;
 }
 
+/**
+ * The new history as a change of an earlier one: the first `keep` entries of revision `base`,
+ * then `entries`. `base` null: `entries` is the whole history.
+ */
+export interface HistoryDelta {
+    base: string | null;
+    keep: number;
+    entries: IContent[];
+}
+
+/** What the compaction means for the provider's prompt cache. */
+export interface CacheReport {
+    /** The price model in use: `anthropic`, `openai`, `gemini` or `none`. */
+    pricing: string;
+    /** How many leading entries are unchanged from the previous reply (what the cache can serve). */
+    stablePrefix: number;
+    editsApplied: number;
+    /** Density edits held back until applying them costs less than it saves. */
+    editsPending: number;
+    pendingTokens: number;
+    /** The cache is taken to be cold (its time to live passed, or the provider said so). */
+    cold: boolean;
+}
+
 /** What `compact` returns: the history to send to the model, and what was done to it. */
 export interface CompactResult {
     history: IContent[];
+    /** Names this history; a later `compact` can answer as a delta from it. Absent from a protocol-1 daemon. */
+    revision?: string;
+    /** Absent from a protocol-1 daemon. */
+    cache?: CacheReport;
     status: Status;
     density: DensityReport | null;
     compression: CompressionReport | null;
@@ -151,7 +195,7 @@ export interface CompactOptions {
 
 export interface HdcontextApi {
     /** The wire protocol version this extension speaks. */
-    readonly protocolVersion: 1;
+    readonly protocolVersion: 2;
     /** Creates the session, or resumes the stored one (also after a restart). */
     open(sessionId: string, options?: OpenOptions): Promise<Status>;
     /** Appends entries, all or none. */

@@ -1,6 +1,10 @@
 /**
  * Starts and supervises the hdcontext daemon with vscode-languageclient over stdio.
  *
+ * Nothing starts it but a use: `ready()` (an API call, a command, a chat request through a
+ * wrapping model, the status bar's click). `stop()` is the one way it ends, from `deactivate()`
+ * and from `restart()`.
+ *
  * Before starting, it checks that the chosen interpreter can import hdcontext; when it cannot,
  * the user gets one clear message with the command that fixes it, and nothing is retried until
  * they ask (`hdcontext: Restart Daemon`, or a change of `hdcontext.server.pythonPath`). A daemon
@@ -57,7 +61,7 @@ const defaultFactory: ClientFactory = (serverOptions, clientOptions) =>
 
 export class DaemonProblem extends Error {}
 
-export class Daemon implements vscode.Disposable {
+export class Daemon {
     private client: LanguageClient | undefined;
     private startup: Promise<DaemonClient> | undefined;
     private problem: string | undefined;
@@ -83,6 +87,11 @@ export class Daemon implements vscode.Disposable {
             this.startup.catch(() => undefined);
         }
         return this.startup;
+    }
+
+    /** Whether something asked for the daemon since it was last stopped (it may have failed to start). */
+    get started(): boolean {
+        return this.startup !== undefined;
     }
 
     /** The last reason the daemon could not start or stopped, if any. */
@@ -150,8 +159,8 @@ export class Daemon implements vscode.Disposable {
     private clientOptions(): LanguageClientOptions {
         const initializationOptions: InitializationOptions = { storageDir: this.host.storageDir };
         return {
-            // Saves count as writes (didSave); no language features, so every file scheme.
-            documentSelector: [{ scheme: 'file' }],
+            // No documentSelector and no synchronize.fileEvents: the daemon's own watcher is the one
+            // source of file writes (a save is a write on disk), and it has no language features.
             // The daemon pulls section `hdcontext` (workspace/configuration) after `initialized`
             // and again on each didChangeConfiguration, which this makes the client send.
             synchronize: { configurationSection: SETTINGS_SECTION },
@@ -286,12 +295,15 @@ export class Daemon implements vscode.Disposable {
     }
 
     async stop(): Promise<void> {
+        // A start under way finishes first, or its daemon would outlive this stop.
+        const starting = this.startup;
+        this.startup = undefined;
+        await starting?.catch(() => undefined);
         for (const d of this.disposables.splice(0)) {
             d.dispose();
         }
         const client = this.client;
         this.client = undefined;
-        this.startup = undefined;
         if (client !== undefined) {
             try {
                 await client.stop(5000);
@@ -299,10 +311,6 @@ export class Daemon implements vscode.Disposable {
                 this.log(`stopping the daemon: ${errorText(err)}`);
             }
         }
-    }
-
-    dispose(): void {
-        void this.stop();
     }
 }
 

@@ -14,13 +14,17 @@ import {
     type HistoryView,
     type IContent,
     type ListResult,
+    type RetrieveResult,
     type RequestMap,
     type RequestMethod,
     type SettingsResult,
     type Status,
     type SummarizeParams,
     type SummarizeResult,
+    type SyncResult,
     type Todo,
+    type UsageParams,
+    type WireCompactResult,
 } from './protocol';
 
 export interface Disposable {
@@ -58,8 +62,28 @@ export class DaemonClient {
         return this.request(Methods.append, { sessionId, entries });
     }
 
-    compact(sessionId: string, options: { pendingTokens?: number } = {}): Promise<CompactResult> {
-        return this.request(Methods.compact, { sessionId, ...definedOnly(options) });
+    /** The whole history (reply `full`). */
+    async compact(sessionId: string, options: { pendingTokens?: number; at?: number } = {}): Promise<CompactResult> {
+        // No `reply`: the default, `full`, always carries `history`.
+        return (await this.request(Methods.compact, { sessionId, ...definedOnly(options) })) as CompactResult;
+    }
+
+    /** The history as a delta from `base` (the revision the caller holds), or whole when `base` is unknown. */
+    compactDelta(sessionId: string, options: { base?: string; pendingTokens?: number; at?: number } = {}): Promise<WireCompactResult> {
+        return this.request(Methods.compact, { sessionId, reply: 'delta', ...definedOnly(options) });
+    }
+
+    /** Hands over the whole conversation as the client holds it; the daemon appends what is new, or forks. */
+    sync(sessionId: string, entries: IContent[], options: { contextLimit?: number; model?: string } = {}): Promise<SyncResult> {
+        return this.request(Methods.sync, { sessionId, entries, ...definedOnly(options) });
+    }
+
+    usage(params: UsageParams): Promise<Status> {
+        return this.request(Methods.usage, definedOnly(params) as UsageParams);
+    }
+
+    retrieve(sessionId: string, callId: string): Promise<RetrieveResult> {
+        return this.request(Methods.retrieve, { sessionId, callId });
     }
 
     get(sessionId: string, view?: HistoryView): Promise<GetResult> {

@@ -1,7 +1,11 @@
 /**
- * The hdcontext extension: starts the daemon, shows the active session's tokens in the status
- * bar, answers `history/summarize` with `vscode.lm`, offers the commands, and returns the API
+ * The hdcontext extension: the "· hdcontext" models of the chat panel (wrappingModels.ts), the
+ * `hdcontext_retrieve` tool and the `@hdcontext` participant; the active session's tokens in the
+ * status bar; `history/summarize` answered with `vscode.lm`; the commands; and the API
  * (`api.d.ts`) that chat extensions use to hand their conversation over.
+ *
+ * Activation starts no process: the daemon starts on first use (an API call, a command, a chat
+ * request, a click on the status bar) and stops in `deactivate()`.
  */
 
 import * as fs from 'node:fs';
@@ -9,11 +13,15 @@ import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 
 import type { HdcontextApi } from '../api';
+import { ChatSessions } from './chatSessions';
 import { registerCommands } from './commands';
 import { Daemon, type ClientFactory } from './daemon';
+import { createParticipant } from './participant';
 import { PROTOCOL_VERSION, SETTINGS_SECTION, type CompactResult, type Status } from './protocol';
+import { RETRIEVE_TOOL, RetrieveTool } from './retrieveTool';
 import { StatusBar } from './statusBar';
 import { EditorSummarizer, MODEL_SETTING } from './summarizer';
+import { WRAP_VENDOR, WrappingModels } from './wrappingModels';
 
 export const OUTPUT_CHANNEL = 'hdcontext';
 
@@ -63,7 +71,7 @@ export async function activate(context: vscode.ExtensionContext, factory?: Clien
         },
         factory,
     );
-    context.subscriptions.push(daemon);
+    // Not in context.subscriptions: deactivate() stops it, and waits for it.
     current = { daemon };
 
     const noteCompaction = (result: CompactResult): void => {
@@ -75,18 +83,39 @@ export async function activate(context: vscode.ExtensionContext, factory?: Clien
     };
     registerCommands(context, { daemon, statusBar, output, transcripts, noteCompaction });
 
+    const chats = new ChatSessions();
+    const warningsOnScreen = new Set<string>();
+    const models = new WrappingModels({
+        daemon,
+        chats,
+        onStatus: (status) => statusBar.update(status),
+        log: (line) => daemon.log(line),
+        warn: (message) => {
+            if (warningsOnScreen.has(message)) {
+                return;
+            }
+            warningsOnScreen.add(message);
+            void Promise.resolve(vscode.window.showWarningMessage(message)).finally(() => warningsOnScreen.delete(message));
+        },
+        scope: () => (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.toString()).join('\n') || 'no folder',
+    });
+    context.subscriptions.push(
+        models,
+        vscode.lm.registerLanguageModelChatProvider(WRAP_VENDOR, models),
+        vscode.lm.registerTool(RETRIEVE_TOOL, new RetrieveTool(daemon, chats)),
+        createParticipant({ daemon, chats, noteCompaction, log: (line) => daemon.log(line) }),
+    );
+
     context.subscriptions.push(
         vscode.workspace.onDidChangeConfiguration((e) => {
-            if (e.affectsConfiguration(`${SETTINGS_SECTION}.server.pythonPath`)) {
+            // A daemon nobody has used yet starts with the new interpreter anyway.
+            if (e.affectsConfiguration(`${SETTINGS_SECTION}.server.pythonPath`) && daemon.started) {
                 daemon.log('hdcontext.server.pythonPath changed: restarting the daemon');
                 statusBar.sessions.clear();
                 void daemon.restart().catch(() => undefined);
             }
         }),
     );
-
-    // Start now; API calls and commands wait for it.
-    void daemon.ready().catch(() => undefined);
 
     const api: HdcontextApi = {
         protocolVersion: PROTOCOL_VERSION,
@@ -107,6 +136,7 @@ export async function activate(context: vscode.ExtensionContext, factory?: Clien
     return api;
 }
 
+/** The one place the daemon stops (VS Code waits for the promise). */
 export async function deactivate(): Promise<void> {
     const daemon = current?.daemon;
     current = undefined;

@@ -48,13 +48,17 @@ export type CheckResult =
 const MISSING = 3;
 
 // Imports what `serve` imports (the package and its dependencies), then prints the version.
+// `hdcontext.edges.server` since the core/edges layout; `hdcontext.server` in releases before it.
 const CHECK_SCRIPT = [
     'import sys',
     'try:',
-    '    import hdcontext.server',
+    '    import hdcontext.edges.server',
     'except ImportError as exc:',
-    '    print(exc)',
-    `    sys.exit(${MISSING})`,
+    '    try:',
+    '        import hdcontext.server',
+    '    except ImportError:',
+    '        print(exc)',
+    `        sys.exit(${MISSING})`,
     'try:',
     '    from importlib.metadata import version',
     '    print(version("hdcontext"))',
@@ -62,7 +66,7 @@ const CHECK_SCRIPT = [
     '    print("unknown")',
 ].join('\n');
 
-/** Runs `python -c "import hdcontext.server"`: can this interpreter run the daemon? */
+/** Runs `python -c "import hdcontext.edges.server"`: can this interpreter run the daemon? */
 export function checkHdcontext(python: string, timeoutMs = 30000): Promise<CheckResult> {
     return new Promise((resolve) => {
         execFile(

@@ -1,5 +1,5 @@
 /**
- * The hdcontext wire protocol, version 1 (shared/PROTOCOL.md), as TypeScript types.
+ * The hdcontext wire protocol, version 2 (shared/PROTOCOL.md), as TypeScript types.
  *
  * No `vscode` import: the Node tests use this module against the real daemon. The entry and
  * Status shapes are declared once, in the `api.d.ts` this extension ships for chat extensions,
@@ -9,11 +9,13 @@
 
 import type {
     Block,
+    CacheReport,
     CodeBlock,
     CompactResult,
     CompressionReport,
     DensityReport,
     GetResult,
+    HistoryDelta,
     HistoryView,
     IContent,
     MediaBlock,
@@ -23,15 +25,18 @@ import type {
     ThinkingBlock,
     ToolCallBlock,
     ToolResponseBlock,
+    Usage,
 } from '../api';
 
 export type {
     Block,
+    CacheReport,
     CodeBlock,
     CompactResult,
     CompressionReport,
     DensityReport,
     GetResult,
+    HistoryDelta,
     HistoryView,
     IContent,
     MediaBlock,
@@ -41,9 +46,10 @@ export type {
     ThinkingBlock,
     ToolCallBlock,
     ToolResponseBlock,
+    Usage,
 };
 
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 /** The settings section the daemon pulls with `workspace/configuration`. */
 export const SETTINGS_SECTION = 'hdcontext';
 
@@ -52,6 +58,9 @@ export const Methods = {
     open: 'history/open',
     append: 'history/append',
     compact: 'history/compact',
+    sync: 'history/sync',
+    usage: 'history/usage',
+    retrieve: 'history/retrieve',
     get: 'history/get',
     setOverride: 'history/setOverride',
     settings: 'history/settings',
@@ -67,12 +76,22 @@ export const TOKENS_NOTIFICATION = 'history/tokens';
 export const SUMMARIZE_REQUEST = 'history/summarize';
 
 export const ErrorCodes = {
+    /** Not JSON: `parse error at byte N`. */
+    ParseError: -32700,
+    /** Not a JSON-RPC 2.0 request, too large, after `shutdown`, or a second `initialize`. */
+    InvalidRequest: -32600,
     /** Malformed params: the message names the JSON path and the problem. */
     InvalidParams: -32602,
     /** `unknown session 'abc'`: open it first. */
     UnknownSession: -32001,
     /** No summarizer can be reached for an LLM strategy. */
     NoSummarizer: -32002,
+    /** `history/retrieve` of a tool call id the session never saw. */
+    UnknownCall: -32003,
+    /** The storage folder is held by another daemon, or cannot be used (answered to `initialize`). */
+    StorageUnavailable: -32004,
+    /** A TCP connection without the right token; the daemon then closes it. */
+    Unauthorized: -32005,
     /** A bug in the daemon. */
     InternalError: -32603,
     /** LSP: a request the client answers with a failure (used for `history/summarize`). */
@@ -99,8 +118,46 @@ export interface OpenParams extends SessionParams {
 export interface AppendParams extends SessionParams {
     entries: IContent[];
 }
+/** What `history/compact` sends back: the whole history, a delta from `base`, or neither. */
+export type CompactReply = 'full' | 'delta' | 'none';
 export interface CompactParams extends SessionParams {
     pendingTokens?: number;
+    /** The time of the model call, ms since the epoch (default: the daemon's clock). */
+    at?: number;
+    reply?: CompactReply;
+    /** The revision the client holds, for `reply: "delta"`. */
+    base?: string;
+}
+/** `history/compact` on the wire: `history` with reply `full`, `delta` with `delta`, neither with `none`. */
+export interface WireCompactResult extends Omit<CompactResult, 'history'> {
+    history?: IContent[];
+    delta?: HistoryDelta;
+}
+export interface SyncParams extends SessionParams {
+    /** The whole conversation as the client holds it now. */
+    entries: IContent[];
+    contextLimit?: number;
+    model?: string;
+}
+export interface SyncResult extends Status {
+    appended: number;
+    /** Index into `entries` where they part from the session's history (an edit or regenerate), else null. */
+    forkedAt: number | null;
+}
+export interface UsageParams extends SessionParams {
+    inputTokens: number;
+    cacheReadTokens?: number;
+    cacheWriteTokens?: number;
+    outputTokens?: number;
+    at?: number;
+}
+export interface RetrieveParams extends SessionParams {
+    callId: string;
+}
+/** A tool call and its response as they were appended, before any pruning. */
+export interface RetrieveResult {
+    call: ToolCallBlock | null;
+    response: ToolResponseBlock;
 }
 export interface GetParams extends SessionParams {
     view?: HistoryView;
@@ -150,7 +207,10 @@ export interface InitializationOptions {
 export interface RequestMap {
     'history/open': [OpenParams, Status];
     'history/append': [AppendParams, Status];
-    'history/compact': [CompactParams, CompactResult];
+    'history/compact': [CompactParams, WireCompactResult];
+    'history/sync': [SyncParams, SyncResult];
+    'history/usage': [UsageParams, Status];
+    'history/retrieve': [RetrieveParams, RetrieveResult];
     'history/get': [GetParams, GetResult];
     'history/setOverride': [SetOverrideParams, SettingsResult];
     'history/settings': [SessionParams, SettingsResult];
@@ -174,10 +234,16 @@ export function isStatus(value: unknown): value is Status {
         return false;
     }
     const numbers = ['version', 'entryCount', 'totalTokens', 'contextLimit', 'threshold', 'percent', 'savedTokens'];
+    const isNumber = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
+    // pendingTokens and usage are protocol 2: checked when present, so a protocol-1 daemon still shows.
+    const usage = value.usage;
     return (
         typeof value.sessionId === 'string' &&
         typeof value.strategy === 'string' &&
-        numbers.every((k) => typeof value[k] === 'number' && Number.isFinite(value[k]))
+        numbers.every((k) => isNumber(value[k])) &&
+        (value.pendingTokens === undefined || isNumber(value.pendingTokens)) &&
+        (usage === undefined ||
+            (isRecord(usage) && ['calls', 'inputTokens', 'cacheReadTokens', 'cacheWriteTokens', 'outputTokens'].every((k) => isNumber(usage[k]))))
     );
 }
 

@@ -5,8 +5,8 @@
  * daemon would report each value's source as "settings" even when the user never set it. This
  * extension answers instead with the keys the user did set (user, workspace or folder settings),
  * as dotted keys (PROTOCOL.md accepts both forms): the daemon's own defaults then apply, and
- * `history/settings` says "default" for them. The extension's own keys (server.pythonPath,
- * summarizer.vscodeModel, trace.server) are not sent.
+ * `history/settings` says "default" for them. The extension's own keys (chat.wrapVendors,
+ * server.pythonPath, summarizer.vscodeModel, trace.server) are not sent.
  */
 
 export type SettingScope = 'window' | 'machine';
@@ -21,12 +21,18 @@ export const DAEMON_SETTINGS: ReadonlyArray<{ key: string; scope: SettingScope }
     { key: 'compression.density.fileDedupe', scope: 'window' },
     { key: 'compression.density.recencyPruning', scope: 'window' },
     { key: 'compression.density.recencyRetention', scope: 'window' },
+    { key: 'compression.density.schedule', scope: 'window' },
+    { key: 'compression.density.keepLatestView', scope: 'window' },
     { key: 'contextLimit', scope: 'window' },
     { key: 'tools.read', scope: 'window' },
     { key: 'tools.write', scope: 'window' },
     // Not in PROTOCOL.md's table (yet): the daemon accepts it since its shell-command parsing.
     { key: 'tools.shell', scope: 'window' },
     { key: 'watch.enabled', scope: 'window' },
+    { key: 'cache.pricing', scope: 'window' },
+    { key: 'cache.ttlSeconds', scope: 'window' },
+    { key: 'cache.readCost', scope: 'window' },
+    { key: 'cache.writeCost', scope: 'window' },
     // Where the conversation may be sent: user settings only, never a workspace's.
     { key: 'summarizer.provider', scope: 'machine' },
     { key: 'summarizer.baseUrl', scope: 'machine' },
@@ -36,6 +42,7 @@ export const DAEMON_SETTINGS: ReadonlyArray<{ key: string; scope: SettingScope }
 
 /** The extension's own keys (not sent to the daemon). */
 export const EXTENSION_SETTINGS: ReadonlyArray<{ key: string; scope: SettingScope }> = [
+    { key: 'chat.wrapVendors', scope: 'window' },
     { key: 'server.pythonPath', scope: 'machine' },
     { key: 'summarizer.vscodeModel', scope: 'window' },
     { key: 'trace.server', scope: 'window' },

@@ -1,12 +1,16 @@
 /**
- * What the status bar says about a session: text, tooltip and level. No `vscode` import.
+ * What the status bar says about a session: text, tooltip and level, and the `@hdcontext /status`
+ * report. No `vscode` import.
  *
- * Text: `42.1k / 200k · 21%` (tokens of the curated view / context limit · percent).
+ * Text: `42.1k / 200k · 21%` (tokens of the curated view / context limit · percent), then
+ * `· 3.2k pending` while density edits wait (cache-aware schedule) and `· 62% cached` once the
+ * model reported what it read from its prompt cache.
  * Level: `error` when the total is near or over the limit (≥ ERROR_SHARE of it), `warning` when
  * it nears the compression threshold (≥ WARNING_SHARE of threshold × limit), else `normal`.
  */
 
 import type { Status } from './protocol';
+import { cacheHitRate } from './usage';
 
 export type Level = 'normal' | 'warning' | 'error';
 
@@ -65,9 +69,17 @@ export function formatCount(n: number): string {
     return Math.round(n).toLocaleString('en-US');
 }
 
-/** `42.1k / 200k · 21%` */
+/** `42.1k / 200k · 21%`, then `· 3.2k pending` and `· 62% cached` when there is something to say. */
 export function statusText(s: Status): string {
-    return `${formatTokens(s.totalTokens)} / ${formatTokens(s.contextLimit)} · ${formatPercent(s.percent)}`;
+    let text = `${formatTokens(s.totalTokens)} / ${formatTokens(s.contextLimit)} · ${formatPercent(s.percent)}`;
+    if ((s.pendingTokens ?? 0) > 0) {
+        text += ` · ${formatTokens(s.pendingTokens ?? 0)} pending`;
+    }
+    const hit = cacheHitRate(s.usage);
+    if (hit !== undefined) {
+        text += ` · ${formatPercent(100 * hit)} cached`;
+    }
+    return text;
 }
 
 /** The token count at which compression runs. */
@@ -96,6 +108,10 @@ export function statusTooltip(s: Status, extra: { sessionCount?: number } = {}):
         `Strategy: ${s.strategy} · compresses at ${formatPercent(s.threshold * 100)} (${formatCount(compressionPoint(s))} tokens)`,
         `Saved so far: ${formatCount(s.savedTokens)} tokens`,
     ];
+    if ((s.pendingTokens ?? 0) > 0) {
+        lines.push(`Pending: ${formatCount(s.pendingTokens ?? 0)} more tokens go once pruning them costs less than re-reading the prompt cache`);
+    }
+    lines.push(cacheLine(s));
     const level = statusLevel(s);
     if (level === 'error') {
         lines.push(
@@ -111,6 +127,44 @@ export function statusTooltip(s: Status, extra: { sessionCount?: number } = {}):
     } else {
         lines.push('Click for sessions and actions.');
     }
+    return lines.join('\n');
+}
+
+/** The prompt cache as the model reported it (`history/usage`), or that it has not. */
+function cacheLine(s: Status): string {
+    const hit = cacheHitRate(s.usage);
+    const u = s.usage;
+    if (hit === undefined || !u) {
+        return 'Prompt cache: not reported by the model yet';
+    }
+    return (
+        `Prompt cache: ${formatPercent(100 * hit)} of ${formatCount(u.inputTokens)} input tokens read from it ` +
+        `over ${u.calls} model ${u.calls === 1 ? 'call' : 'calls'} (as reported by the model)`
+    );
+}
+
+/** The `@hdcontext /status` answer (Markdown): the conversation's tokens, savings and cost figures. */
+export function statusReport(s: Status): string {
+    const lines = [
+        `**${formatCount(s.totalTokens)}** of ${formatCount(s.contextLimit)} tokens (${formatPercent(s.percent)}) go to the model on the next call, in ${s.entryCount} ${s.entryCount === 1 ? 'entry' : 'entries'}.`,
+        `- Saved so far: ${formatCount(s.savedTokens)} tokens (stale reads, duplicate @file inclusions, old tool output, compression).`,
+    ];
+    if ((s.pendingTokens ?? 0) > 0) {
+        lines.push(`- Pending: ${formatCount(s.pendingTokens ?? 0)} more tokens will be pruned once that costs less than re-reading the prompt cache.`);
+    }
+    const u = s.usage;
+    if (u && u.calls > 0) {
+        const hit = cacheHitRate(u);
+        lines.push(
+            `- Model calls: ${u.calls}; input ${formatCount(u.inputTokens)} tokens` +
+                (hit === undefined ? '' : `, ${formatPercent(100 * hit)} read from the prompt cache (${formatCount(u.cacheReadTokens)})`) +
+                `, ${formatCount(u.cacheWriteTokens)} written to it; output ${formatCount(u.outputTokens)} tokens.`,
+        );
+    } else {
+        lines.push('- Model calls: the model has not reported its token usage (cache figures appear when it does).');
+    }
+    lines.push(`- Strategy: ${s.strategy}, compresses at ${formatPercent(s.threshold * 100)} (${formatCount(compressionPoint(s))} tokens).`);
+    lines.push(`- Session: \`${s.sessionId}\`.`);
     return lines.join('\n');
 }
 

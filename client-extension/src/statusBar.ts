@@ -27,8 +27,16 @@ export class StatusBar implements vscode.Disposable {
         this.item = vscode.window.createStatusBarItem('hdcontext.tokens', vscode.StatusBarAlignment.Right, 100);
         this.item.name = 'hdcontext tokens';
         this.item.command = SHOW_SESSIONS_COMMAND;
-        this.starting();
+        this.idle();
         this.item.show();
+    }
+
+    /** Nothing has used the daemon yet, so it is not running. */
+    idle(): void {
+        this.problem = undefined;
+        this.item.text = `${ICON} hdcontext`;
+        this.item.tooltip = 'hdcontext: the daemon starts when a chat first uses it. Click for sessions and actions (this starts it).';
+        this.item.backgroundColor = undefined;
     }
 
     /** The daemon is starting. */

@@ -95,7 +95,9 @@ describe('Daemon: interpreter, the one message, restarts', () => {
         assert.deepEqual(client.serverOptions.args, ['-m', 'hdcontext', 'serve']);
         assert.equal(client.serverOptions.transport, undefined, 'no transport: the client would append --stdio');
         assert.deepEqual(client.clientOptions.initializationOptions, { storageDir: host.storageDir });
-        assert.equal(client.clientOptions.synchronize.configurationSection, 'hdcontext');
+        // Settings only: the daemon's own watcher is the one source of file writes.
+        assert.deepEqual(client.clientOptions.synchronize, { configurationSection: 'hdcontext' });
+        assert.equal(client.clientOptions.documentSelector, undefined);
         assert.equal(client.initializeResult.serverInfo.name, 'hdcontext');
     });
 

@@ -50,7 +50,7 @@ describe('activate() against the real daemon', () => {
     });
 
     it('the API drives the daemon and the status bar follows history/tokens', async () => {
-        assert.equal(api.protocolVersion, 1);
+        assert.equal(api.protocolVersion, 2);
         const seen: Status[] = [];
         api.onTokens((s) => seen.push(s));
         const opened = await api.open('chat');
@@ -127,6 +127,45 @@ describe('activate() against the real daemon', () => {
         state.inputAnswers = ['not a number'];
         await state.commands.get('hdcontext.setOverride')?.('ovr');
         assert.match(state.errors.pop() ?? '', /contextLimit/);
+    });
+});
+
+describe('the daemon starts on first use and stops in deactivate()', () => {
+    beforeEach(() => {
+        resetState();
+        FakeLanguageClient.instances = [];
+        state.config['hdcontext.server.pythonPath'] = VENV_PYTHON;
+    });
+
+    it('activation starts nothing; an API call starts it; deactivate() stops it', async () => {
+        const ctx = context();
+        const api = await activate(ctx as never, factory);
+        // A change of interpreter before any use does not start it either.
+        changeConfiguration(['hdcontext.server.pythonPath']);
+        await new Promise((r) => setTimeout(r, 100));
+        assert.equal(FakeLanguageClient.instances.length, 0);
+        assert.equal(item().text, '$(layers) hdcontext');
+        assert.match(String(item().tooltip), /starts when a chat first uses it/);
+        await api.open('first-use');
+        assert.equal(FakeLanguageClient.instances.length, 1);
+        const client = FakeLanguageClient.instances[0];
+        assert.equal(client.process?.exitCode, null, 'running');
+        await deactivate();
+        assert.ok(client.stopped);
+        assert.notEqual(client.process?.exitCode, null, 'the process is gone when deactivate() resolves');
+        // Disposing the subscriptions afterwards (as VS Code does) stops nothing twice and starts nothing.
+        ctx.subscriptions.forEach((d) => d.dispose());
+        assert.equal(FakeLanguageClient.instances.length, 1);
+    });
+
+    it("a click on the status bar starts it (the sessions and actions list)", async () => {
+        const ctx = context();
+        await activate(ctx as never, factory);
+        assert.equal(item().command, 'hdcontext.showSessions');
+        await state.commands.get('hdcontext.showSessions')?.();
+        assert.equal(FakeLanguageClient.instances.length, 1);
+        await deactivate();
+        ctx.subscriptions.forEach((d) => d.dispose());
     });
 });
 

@@ -29,12 +29,15 @@ const bg = (bar: StatusBar) => (bar.item.backgroundColor as ThemeColor | undefin
 describe('StatusBar', () => {
     beforeEach(resetState);
 
-    it('one item, shown, starting, whose click opens sessions and actions', () => {
+    it('one item, shown, idle until the daemon starts, whose click opens sessions and actions', () => {
         const bar = new StatusBar();
         assert.equal(state.statusItems.length, 1);
         const item = state.statusItems[0];
         assert.ok(item.visible);
         assert.equal(item.command, SHOW_SESSIONS_COMMAND);
+        assert.equal(item.text, '$(layers) hdcontext');
+        assert.match(String(item.tooltip), /starts when a chat first uses it/);
+        bar.starting();
         assert.match(item.text, /sync~spin/);
         bar.running();
         assert.equal(item.text, '$(layers) hdcontext');

@@ -101,10 +101,48 @@ export class Uri {
     }
 }
 
+export enum LanguageModelChatMessageRole {
+    User = 1,
+    Assistant = 2,
+}
+
+export class LanguageModelTextPart {
+    constructor(readonly value: string) {}
+}
+export class LanguageModelToolCallPart {
+    constructor(
+        readonly callId: string,
+        readonly name: string,
+        readonly input: object,
+    ) {}
+}
+export class LanguageModelToolResultPart {
+    constructor(
+        readonly callId: string,
+        readonly content: unknown[],
+    ) {}
+}
+export class LanguageModelDataPart {
+    constructor(
+        readonly data: Uint8Array,
+        readonly mimeType: string,
+    ) {}
+}
+export class LanguageModelPromptTsxPart {
+    constructor(readonly value: unknown) {}
+}
+export class LanguageModelToolResult {
+    constructor(readonly content: unknown[]) {}
+}
+export class ThemeIcon {
+    constructor(readonly id: string) {}
+}
+
 export class LanguageModelChatMessage {
     constructor(
-        readonly role: 'user' | 'assistant',
-        readonly content: string,
+        readonly role: LanguageModelChatMessageRole | 'user' | 'assistant',
+        readonly content: string | unknown[],
+        readonly name?: string,
     ) {}
     static User(content: string): LanguageModelChatMessage {
         return new LanguageModelChatMessage('user', content);
@@ -161,6 +199,10 @@ export const state = {
     executed: [] as Array<{ command: string; args: unknown[] }>,
     models: [] as FakeModel[],
     selectorsAsked: [] as unknown[],
+    /** What the extension registered with vscode.lm and vscode.chat. */
+    chatProviders: new Map<string, unknown>(),
+    tools: new Map<string, unknown>(),
+    participants: new Map<string, { handler: unknown; iconPath?: unknown }>(),
     extensions: new Map<string, any>(),
     trusted: true,
     /** Answers the next quick picks / input boxes / messages in order (undefined = dismissed). */
@@ -184,6 +226,9 @@ export function resetState(): void {
     state.executed = [];
     state.models = [];
     state.selectorsAsked = [];
+    state.chatProviders = new Map();
+    state.tools = new Map();
+    state.participants = new Map();
     state.extensions = new Map();
     state.trusted = true;
     state.quickPickAnswers = [];
@@ -232,7 +277,15 @@ export const vscodeMock = {
     CancellationError,
     CancellationTokenSource,
     Uri,
+    ThemeIcon,
     LanguageModelChatMessage,
+    LanguageModelChatMessageRole,
+    LanguageModelTextPart,
+    LanguageModelToolCallPart,
+    LanguageModelToolResultPart,
+    LanguageModelDataPart,
+    LanguageModelPromptTsxPart,
+    LanguageModelToolResult,
     window: {
         createStatusBarItem(id: string, alignment: StatusBarAlignment, priority: number) {
             const item = new FakeStatusBarItem(id, alignment, priority);
@@ -310,7 +363,24 @@ export const vscodeMock = {
             },
         },
     },
+    chat: {
+        createChatParticipant(id: string, handler: unknown) {
+            const participant = { handler, iconPath: undefined as unknown, dispose: () => state.participants.delete(id) };
+            state.participants.set(id, participant);
+            return participant;
+        },
+    },
     lm: {
+        tools: [] as Array<{ name: string; description: string; inputSchema?: object }>,
+        onDidChangeChatModels: new EventEmitter<void>().event,
+        registerLanguageModelChatProvider(vendor: string, provider: unknown) {
+            state.chatProviders.set(vendor, provider);
+            return new Disposable(() => state.chatProviders.delete(vendor));
+        },
+        registerTool(name: string, tool: unknown) {
+            state.tools.set(name, tool);
+            return new Disposable(() => state.tools.delete(name));
+        },
         selectChatModels(selector: { vendor?: string; id?: string; family?: string } = {}) {
             state.selectorsAsked.push(selector);
             return Promise.resolve(

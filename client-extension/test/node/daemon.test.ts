@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 
 import { ResponseError } from 'vscode-jsonrpc/node';
 
-import { ErrorCodes, type Status } from '../../src/protocol';
+import { ErrorCodes, PROTOCOL_VERSION, serverProtocolVersion, type Status } from '../../src/protocol';
 import { DAEMON_SETTINGS, daemonSection } from '../../src/settingsSection';
 import { readThenWrite, readsOnly } from '../helpers/conversation';
 import { EXTENSION_ROOT, startDaemon, waitFor, type RunningDaemon } from '../helpers/realDaemon';
@@ -41,8 +41,10 @@ describe('the real daemon, over vscode-jsonrpc', () => {
         await d?.stop();
     });
 
-    it('initialize: protocol version 1, server hdcontext, then a settings pull', async () => {
-        assert.deepEqual((d.initializeResult.capabilities.experimental as Record<string, unknown>).hdcontext, { protocolVersion: 1 });
+    it('initialize: a protocol version, server hdcontext, then a settings pull', async () => {
+        // 1 until the daemon's side of version 2 lands on main.
+        const version = serverProtocolVersion(d.initializeResult.capabilities);
+        assert.ok(version === 1 || version === PROTOCOL_VERSION, String(version));
         assert.equal(d.initializeResult.serverInfo?.name, 'hdcontext');
         for (let i = 0; i < 100 && d.pulls() === 0; i++) {
             await new Promise((r) => setTimeout(r, 50));
@@ -55,12 +57,17 @@ describe('the real daemon, over vscode-jsonrpc', () => {
         const { values, sources } = await d.client.settings('defaults');
         const pkg = JSON.parse(fs.readFileSync(path.join(EXTENSION_ROOT, 'package.json'), 'utf8'));
         const props = pkg.contributes.configuration.properties;
-        assert.deepEqual(Object.keys(values).sort(), DAEMON_SETTINGS.map((s) => s.key).sort());
-        for (const { key } of DAEMON_SETTINGS) {
+        const keys = DAEMON_SETTINGS.map((s) => s.key);
+        assert.deepEqual(Object.keys(values).sort(), keys.sort());
+        for (const key of keys) {
             assert.equal(sources[key], 'default', key);
             let want = props[`hdcontext.${key}`].default;
             if (key === 'compression.threshold') {
                 want = 0.85; // unset: the strategy's default
+            } else if (key.startsWith('cache.') && want === null) {
+                // unset: the figure of the pricing in use, which depends on the session's model
+                assert.ok(values[key] === null || (typeof values[key] === 'number' && values[key] >= 0), `${key}: ${String(values[key])}`);
+                continue;
             } else if (want === '') {
                 want = null; // an empty string is "unset" for the summarizer strings
             }
@@ -206,6 +213,42 @@ describe('the real daemon, over vscode-jsonrpc', () => {
             ErrorCodes.InvalidParams,
             /entries\[0\]\.blocks\[0\]\.callId/,
         );
+    });
+
+    it('protocol 2 as the chat panel uses it: sync, a delta compact, usage, retrieve', async () => {
+        const chat = readThenWrite();
+        // The first request of a turn: the read only.
+        const first = await d.client.sync('panel', chat.slice(0, 3), { contextLimit: 100000, model: 'gpt-test' });
+        assert.equal(first.appended, 3);
+        assert.equal(first.forkedAt, null);
+        assert.equal(first.contextLimit, 100000);
+        const c1 = await d.client.compactDelta('panel');
+        assert.equal(c1.history, undefined, 'reply delta: no whole history');
+        assert.ok(c1.delta && c1.delta.base === null && c1.delta.keep === 0 && c1.delta.entries.length === 3);
+        assert.equal(typeof c1.revision, 'string');
+        assert.ok(c1.cache && typeof c1.cache.stablePrefix === 'number' && typeof c1.cache.cold === 'boolean');
+        // The whole conversation again, grown: only the new entries are appended.
+        const second = await d.client.sync('panel', chat);
+        assert.equal(second.appended, 3);
+        const c2 = await d.client.compactDelta('panel', { base: c1.revision });
+        assert.equal(c2.delta?.base, c1.revision);
+        const history = [...c1.delta.entries.slice(0, c2.delta?.keep), ...(c2.delta?.entries ?? [])];
+        const calls = history.flatMap((e) => e.blocks.filter((b) => b.type === 'tool_call').map((b) => (b as { id: string }).id));
+        const results = history.flatMap((e) => e.blocks.filter((b) => b.type === 'tool_response').map((b) => (b as { callId: string }).callId));
+        assert.deepEqual(calls.sort(), results.sort(), 'tool calls and results in pairs');
+        // An edited last message: a fork where they part.
+        const edited = [...chat.slice(0, 5), { speaker: 'ai' as const, blocks: [{ type: 'text' as const, text: 'Something else.' }] }];
+        assert.equal((await d.client.sync('panel', edited)).forkedAt, 5);
+        // What the model billed.
+        const billed = await d.client.usage({ sessionId: 'panel', inputTokens: 1200, cacheReadTokens: 900, outputTokens: 40 });
+        assert.equal(billed.usage?.calls, 1);
+        assert.equal(billed.usage?.cacheReadTokens, 900);
+        // The read as it was appended, whatever density did to it since.
+        const back = await d.client.retrieve('panel', 'call-read-1');
+        assert.equal(back.call?.name, 'read_file');
+        assert.deepEqual(back.response.result, chat[2].blocks[0].type === 'tool_response' ? chat[2].blocks[0].result : undefined);
+        await rejectsWith(d.client.retrieve('panel', 'no-such-call'), ErrorCodes.UnknownCall, /unknown call 'no-such-call'/);
+        await d.client.delete('panel');
     });
 
     it('list, todos, clear, close, delete', async () => {

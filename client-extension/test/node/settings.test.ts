@@ -78,6 +78,20 @@ describe('package.json contributions', () => {
         assert.ok((prop('tools.write').default as string[]).includes('Edit'));
         assert.equal(prop('watch.enabled').default, true);
         assert.deepEqual(prop('summarizer.provider').enum, ['client', 'openai']);
+        assert.deepEqual(prop('compression.density.schedule').enum, ['cache-aware', 'every-turn']);
+        assert.equal(prop('compression.density.schedule').default, 'cache-aware');
+        assert.equal(prop('compression.density.keepLatestView').default, true);
+        assert.deepEqual(prop('cache.pricing').enum, ['auto', 'anthropic', 'openai', 'gemini', 'none']);
+        assert.equal(prop('cache.pricing').default, 'auto');
+        // Unset (null) means "from cache.pricing".
+        assert.deepEqual(prop('cache.ttlSeconds').type, ['integer', 'null']);
+        assert.equal(prop('cache.ttlSeconds').default, null);
+        assert.equal(prop('cache.ttlSeconds').minimum, 1);
+        for (const key of ['cache.readCost', 'cache.writeCost']) {
+            assert.deepEqual(prop(key).type, ['number', 'null']);
+            assert.equal(prop(key).default, null);
+            assert.equal(prop(key).minimum, 0);
+        }
     });
 
     it('every key of PROTOCOL.md settings table is contributed', { skip: !fs.existsSync(PROTOCOL_MD) && 'shared/PROTOCOL.md not found' }, () => {
@@ -102,8 +116,9 @@ describe('package.json contributions', () => {
     });
 
     it('declares engines, activation, main, types, commands', () => {
-        assert.equal(pkg.engines.vscode, '^1.100.0');
-        assert.deepEqual(pkg.activationEvents, ['onStartupFinished']);
+        assert.equal(pkg.engines.vscode, '^1.106.0');
+        // Activated by its contributions (commands, chat models, participant, tool) or the API; never at startup.
+        assert.deepEqual(pkg.activationEvents, []);
         assert.equal(pkg.main, './out/extension.js');
         assert.equal(pkg.types, './api.d.ts');
         const commands = pkg.contributes.commands.map((c: { command: string }) => c.command).sort();

@@ -10,6 +10,7 @@ import {
     formatPercent,
     formatTokens,
     statusLevel,
+    statusReport,
     statusText,
     statusTooltip,
 } from '../../src/status';
@@ -122,6 +123,34 @@ describe('statusTooltip', () => {
         const tip = statusTooltip(status({ entryCount: 1 }), { sessionCount: 3 });
         assert.match(tip, /· 1 entry$/m);
         assert.match(tip, /3 sessions/);
+    });
+});
+
+describe('pending pruning and the prompt cache (protocol 2)', () => {
+    const usage = { calls: 3, inputTokens: 30000, cacheReadTokens: 18600, cacheWriteTokens: 11400, outputTokens: 2000 };
+
+    it('the text adds what waits and the cache hit rate, when there is something to say', () => {
+        assert.equal(statusText(status({ pendingTokens: 0 })), '42.1k / 200k · 21%');
+        assert.equal(statusText(status({ pendingTokens: 3210 })), '42.1k / 200k · 21% · 3.2k pending');
+        assert.equal(statusText(status({ pendingTokens: 3210, usage })), '42.1k / 200k · 21% · 3.2k pending · 62% cached');
+        assert.equal(statusText(status({ usage: { ...usage, calls: 0, inputTokens: 0, cacheReadTokens: 0 } })), '42.1k / 200k · 21%');
+    });
+
+    it('the tooltip explains them', () => {
+        const tip = statusTooltip(status({ pendingTokens: 3210, usage }));
+        assert.match(tip, /Pending: 3,210 more tokens go once pruning them costs less than re-reading the prompt cache/);
+        assert.match(tip, /Prompt cache: 62% of 30,000 input tokens read from it over 3 model calls \(as reported by the model\)/);
+        assert.match(statusTooltip(status()), /Prompt cache: not reported by the model yet/);
+    });
+
+    it('the @hdcontext /status report', () => {
+        const report = statusReport(status({ pendingTokens: 3210, usage }));
+        assert.match(report, /^\*\*42,100\*\* of 200,000 tokens \(21%\) go to the model on the next call, in 12 entries\./);
+        assert.match(report, /Saved so far: 2,258 tokens/);
+        assert.match(report, /Pending: 3,210 more tokens/);
+        assert.match(report, /Model calls: 3; input 30,000 tokens, 62% read from the prompt cache \(18,600\), 11,400 written to it; output 2,000 tokens\./);
+        assert.match(report, /Session: `chat-1`/);
+        assert.match(statusReport(status()), /has not reported its token usage/);
     });
 });
 

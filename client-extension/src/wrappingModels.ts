@@ -1,0 +1,263 @@
+/**
+ * "<name> · hdcontext": one language model per model of the vendors in `hdcontext.chat.wrapVendors`,
+ * registered with `vscode.lm.registerLanguageModelChatProvider`, so that it shows in the chat
+ * panel's model picker and to every extension that selects models.
+ *
+ * A request to one: the chat's messages become entries (chatConversion.ts), `history/sync` hands
+ * them to the daemon under the conversation's session id, `history/compact` answers the history
+ * to send (a delta from the one this window holds), and that goes to the real model with the
+ * request's tools (plus `hdcontext_retrieve`), tool mode and model options. Every part of the
+ * real model's answer streams back as it comes. When the daemon cannot start or answer, the
+ * conversation goes to the real model unchanged, once, and the user sees why.
+ */
+
+import * as vscode from 'vscode';
+
+import { toEntries, toMessages, toolPairProblems, conversationId } from './chatConversion';
+import { PartTable, unchanged } from './chatParts';
+import type { ChatSessions } from './chatSessions';
+import type { Daemon } from './daemon';
+import { SETTINGS_SECTION, type Status } from './protocol';
+import { RETRIEVE_TOOL } from './retrieveTool';
+import { TOKEN_USAGE_MIME, parseUsageBytes, type ReportedUsage } from './usage';
+
+/** The vendor of the wrapping models (package.json `languageModelChatProviders`). */
+export const WRAP_VENDOR = 'hdcontext';
+export const WRAP_SETTING = 'chat.wrapVendors';
+export const DEFAULT_WRAP_VENDORS = ['copilot'];
+export const NAME_SUFFIX = ' · hdcontext';
+/** How long a request waits for the daemon (start included) before it goes out unchanged. */
+export const PREPARE_TIMEOUT_MS = 60000;
+const JUSTIFICATION = 'hdcontext sends your conversation to the model you picked, with stale file reads and duplicate output pruned.';
+
+export interface WrapperHost {
+    daemon: Daemon;
+    chats: ChatSessions;
+    /** A Status from a request's answer (the status bar shows the conversation). */
+    onStatus(status: Status): void;
+    log(line: string): void;
+    /** A warning the user sees (once while it is on screen). */
+    warn(message: string): void;
+    /** Words that identify the window's workspace, so equal first prompts elsewhere are other conversations. */
+    scope(): string;
+}
+
+type Target = vscode.LanguageModelChat;
+
+export class WrappingModels implements vscode.LanguageModelChatProvider, vscode.Disposable {
+    private readonly changed = new vscode.EventEmitter<void>();
+    readonly onDidChangeLanguageModelChatInformation = this.changed.event;
+    private readonly disposables: vscode.Disposable[] = [];
+    private listed = '';
+
+    constructor(private readonly host: WrapperHost) {
+        this.disposables.push(
+            this.changed,
+            // Our own models are in vscode.lm too: say "changed" only when the wrapped set did, or
+            // VS Code's re-listing would fire this again, forever.
+            vscode.lm.onDidChangeChatModels(() => void this.refreshIfChanged()),
+            vscode.workspace.onDidChangeConfiguration((e) => {
+                if (e.affectsConfiguration(`${SETTINGS_SECTION}.${WRAP_SETTING}`)) {
+                    this.changed.fire();
+                }
+            }),
+        );
+    }
+
+    dispose(): void {
+        this.disposables.forEach((d) => d.dispose());
+    }
+
+    async provideLanguageModelChatInformation(): Promise<vscode.LanguageModelChatInformation[]> {
+        const targets = await this.targets();
+        this.listed = signature(targets);
+        return targets.map((m) => modelInformation(m));
+    }
+
+    async provideLanguageModelChatResponse(
+        model: vscode.LanguageModelChatInformation,
+        messages: readonly vscode.LanguageModelChatRequestMessage[],
+        options: vscode.ProvideLanguageModelChatResponseOptions,
+        progress: vscode.Progress<vscode.LanguageModelResponsePart>,
+        token: vscode.CancellationToken,
+    ): Promise<void> {
+        const target = await this.target(model.id);
+        let outgoing: vscode.LanguageModelChatMessage[];
+        let sessionId: string | undefined;
+        try {
+            const prepared = await withDeadline(this.prepare(target, messages, options, token), PREPARE_TIMEOUT_MS, token);
+            outgoing = prepared.messages;
+            sessionId = prepared.sessionId;
+        } catch (err) {
+            if (token.isCancellationRequested) {
+                throw new vscode.CancellationError();
+            }
+            const reason = errorText(err);
+            this.host.log(`chat request for ${target.vendor}/${target.id}: sent unchanged (${reason})`);
+            this.host.warn(`hdcontext: ${reason}. This request went to ${target.name} with the conversation unchanged.`);
+            outgoing = unchanged(messages);
+        }
+        const tools = withRetrieveTool(options.tools);
+        const response = await target.sendRequest(
+            outgoing,
+            { tools, toolMode: options.toolMode, modelOptions: options.modelOptions, justification: JUSTIFICATION },
+            token,
+        );
+        let usage: ReportedUsage | undefined;
+        for await (const part of response.stream) {
+            if (part instanceof vscode.LanguageModelDataPart && part.mimeType === TOKEN_USAGE_MIME) {
+                usage = parseUsageBytes(part.data) ?? usage;
+            }
+            progress.report(part as vscode.LanguageModelResponsePart);
+        }
+        if (usage && sessionId) {
+            void this.reportUsage(sessionId, usage);
+        }
+    }
+
+    async provideTokenCount(
+        model: vscode.LanguageModelChatInformation,
+        text: string | vscode.LanguageModelChatRequestMessage,
+        token: vscode.CancellationToken,
+    ): Promise<number> {
+        const target = await this.target(model.id);
+        return target.countTokens(typeof text === 'string' ? text : unchanged([text])[0], token);
+    }
+
+    /** Sync, compact and convert back; throws when any of it fails. */
+    private async prepare(
+        target: Target,
+        messages: readonly vscode.LanguageModelChatRequestMessage[],
+        options: vscode.ProvideLanguageModelChatResponseOptions,
+        token: vscode.CancellationToken,
+    ): Promise<{ messages: vscode.LanguageModelChatMessage[]; sessionId: string }> {
+        const table = new PartTable();
+        const chat = table.fromRequest(messages);
+        const { entries, breakpoints } = toEntries(chat);
+        const sessionId = conversationId(entries, this.host.scope());
+        const client = await this.host.daemon.ready();
+        if (token.isCancellationRequested) {
+            throw new vscode.CancellationError();
+        }
+        const synced = await client.sync(sessionId, entries, { contextLimit: target.maxInputTokens, model: target.id });
+        const result = await client.compactDelta(sessionId, {
+            base: this.host.chats.base(sessionId),
+            pendingTokens: estimateTokens(JSON.stringify(options.tools ?? [])),
+        });
+        const history = this.host.chats.apply(sessionId, result);
+        const out = toMessages(history, breakpoints, (ref) => table.has(ref));
+        if (out.length === 0) {
+            throw new Error('the daemon gave an empty history');
+        }
+        const problems = toolPairProblems(out);
+        if (problems.length && toolPairProblems(chat).length === 0) {
+            throw new Error(`the history the daemon gave breaks tool-call pairing (${problems[0]})`);
+        }
+        this.host.onStatus(result.status);
+        this.host.log(
+            `chat request for ${target.vendor}/${target.id}, session ${sessionId}: ${messages.length} messages in` +
+                (synced.forkedAt !== null ? ` (forked at ${synced.forkedAt})` : '') +
+                `, ${out.length} out, ${result.status.totalTokens} tokens (saved ${result.status.savedTokens})`,
+        );
+        return { messages: table.toVscode(out), sessionId };
+    }
+
+    private async reportUsage(sessionId: string, usage: ReportedUsage): Promise<void> {
+        try {
+            const client = await this.host.daemon.ready();
+            this.host.onStatus(await client.usage({ sessionId, ...usage }));
+        } catch (err) {
+            this.host.log(`history/usage for ${sessionId} failed: ${errorText(err)}`);
+        }
+    }
+
+    /** The models of the vendors to wrap, never our own. */
+    private async targets(): Promise<Target[]> {
+        const configured = vscode.workspace.getConfiguration(SETTINGS_SECTION).get<string[]>(WRAP_SETTING, DEFAULT_WRAP_VENDORS) ?? [];
+        const vendors = [...new Set(configured.filter((v) => typeof v === 'string' && v && v !== WRAP_VENDOR))];
+        // By vendor: an unfiltered selectChatModels() inside a provider's own listing never returns.
+        const lists = await Promise.all(vendors.map((vendor) => Promise.resolve(vscode.lm.selectChatModels({ vendor })).catch(() => [])));
+        return lists.flat();
+    }
+
+    private async target(wrappedId: string): Promise<Target> {
+        const { vendor, id } = splitId(wrappedId);
+        const [target] = await vscode.lm.selectChatModels({ vendor, id });
+        if (!target) {
+            throw new Error(`hdcontext: the model ${id} of ${vendor} is not available any more`);
+        }
+        return target;
+    }
+
+    private async refreshIfChanged(): Promise<void> {
+        try {
+            if (signature(await this.targets()) !== this.listed) {
+                this.changed.fire();
+            }
+        } catch {
+            // the next listing will tell
+        }
+    }
+}
+
+/** The wrapping model's information: the real model's, renamed. */
+export function modelInformation(m: Target): vscode.LanguageModelChatInformation {
+    // What VS Code knows of the real model beyond the stable API, when it tells.
+    const extra = m as Target & { maxOutputTokens?: number; capabilities?: { supportsToolCalling?: boolean; supportsImageToText?: boolean } };
+    return {
+        id: `${m.vendor}/${m.id}`,
+        name: `${m.name}${NAME_SUFFIX}`,
+        family: m.family,
+        version: m.version,
+        maxInputTokens: m.maxInputTokens,
+        maxOutputTokens: typeof extra.maxOutputTokens === 'number' ? extra.maxOutputTokens : 8192,
+        tooltip: `${m.name} (${m.vendor}), with the conversation kept dense by hdcontext: stale file reads and duplicate output are pruned before each request.`,
+        detail: 'hdcontext',
+        capabilities: {
+            toolCalling: extra.capabilities?.supportsToolCalling ?? true,
+            imageInput: extra.capabilities?.supportsImageToText ?? false,
+        },
+    };
+}
+
+export function splitId(wrappedId: string): { vendor: string; id: string } {
+    const slash = wrappedId.indexOf('/');
+    return slash < 0 ? { vendor: '', id: wrappedId } : { vendor: wrappedId.slice(0, slash), id: wrappedId.slice(slash + 1) };
+}
+
+/** The request's tools, plus hdcontext_retrieve when the client offers tools at all (it runs them). */
+function withRetrieveTool(tools: readonly vscode.LanguageModelChatTool[] | undefined): vscode.LanguageModelChatTool[] | undefined {
+    if (!tools || tools.length === 0 || tools.some((t) => t.name === RETRIEVE_TOOL)) {
+        return tools ? [...tools] : undefined;
+    }
+    const info = vscode.lm.tools.find((t) => t.name === RETRIEVE_TOOL);
+    return info ? [...tools, { name: info.name, description: info.description, inputSchema: info.inputSchema }] : [...tools];
+}
+
+function signature(models: readonly Target[]): string {
+    return models
+        .map((m) => `${m.vendor}/${m.id}/${m.name}/${m.maxInputTokens}`)
+        .sort()
+        .join('\n');
+}
+
+/** A rough count (4 characters a token), for what is about to be added to a request. */
+function estimateTokens(text: string): number {
+    return Math.ceil(text.length / 4);
+}
+
+function withDeadline<T>(work: Promise<T>, ms: number, token: vscode.CancellationToken): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`the daemon did not answer within ${ms / 1000} s`)), ms);
+        const cancel = token.onCancellationRequested(() => reject(new vscode.CancellationError()));
+        work.then(resolve, reject).finally(() => {
+            clearTimeout(timer);
+            cancel.dispose();
+        });
+    });
+}
+
+function errorText(err: unknown): string {
+    const message = err instanceof Error ? err.message : String(err);
+    return message.replace(/^hdcontext: /, '').replace(/\.$/, '');
+}

@@ -1,0 +1,313 @@
+/**
+ * End to end, in VS Code's real chat panel (codeServer.ts: code-server 4.139.1, headless Chromium;
+ * shared/recipes/vscode-chat). Installed: the built hdcontext .vsix and a test-only extension
+ * (chat-fixture/): the model "Fake Backend 1", which records every request it receives, file
+ * tools, and `@agent`, which runs the picked model as an agent does (the whole conversation on
+ * every call, tool calls run, tool results sent back). `hdcontext.chat.wrapVendors` is
+ * `["fakebackend"]`, so hdcontext adds "Fake Backend 1 · hdcontext" to the model picker.
+ *
+ * The test picks that model in the picker and chats through it: a read of src/app.py, then a
+ * write of it (which makes the read stale), then a retrieve of the pruned read, then a request
+ * it cancels. It checks the reply in the panel, what the backend received, the status bar,
+ * `@hdcontext /status`, and the cancellation reaching the backend. Screenshots go to
+ * test-artifacts/chat/, with tokens.json: what the backend received through the wrapper and what
+ * the agent sent (what it would have received without it).
+ */
+
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+
+import type { Locator } from 'playwright-core';
+
+import { formatTokens } from '../../src/status';
+import { bigFile } from '../helpers/conversation';
+import { EXTENSION_ROOT, VENV_PYTHON } from '../helpers/realDaemon';
+import { ARTIFACTS, CodeServerRun, EDITOR_TESTS_SKIPPED, STEP_MS, poll } from './codeServer';
+
+const VSIX = path.join(EXTENSION_ROOT, 'hdcontext.vsix');
+const FIXTURE_VSIX = path.join(EXTENSION_ROOT, 'out', 'e2e', 'hdcontext-chat-e2e-fixture.vsix');
+const MODEL = 'Fake Backend 1 · hdcontext';
+const APP = bigFile(150);
+
+const INPUT = '.interactive-input-part .monaco-editor';
+const PICKER = '.interactive-input-part a.model-picker-name';
+
+interface Part {
+    type: 'text' | 'call' | 'result' | 'data' | 'other';
+    text?: string;
+    callId?: string;
+    name?: string;
+    input?: Record<string, unknown>;
+}
+interface Message {
+    role: string;
+    parts: Part[];
+}
+interface LogLine {
+    hop: string;
+    at: number;
+    tokens?: number;
+    tools?: string[];
+    messages?: Message[] | number;
+    [key: string]: unknown;
+}
+
+/** Calls and results of a request, by call id. */
+function toolIds(messages: Message[]): { calls: string[]; results: string[] } {
+    const parts = messages.flatMap((m) => m.parts);
+    return {
+        calls: parts.filter((p) => p.type === 'call').map((p) => p.callId as string),
+        results: parts.filter((p) => p.type === 'result').map((p) => p.callId as string),
+    };
+}
+
+/** Every call answered in the next message, every result answering the message before. */
+function pairingProblems(messages: Message[]): string[] {
+    const problems: string[] = [];
+    messages.forEach((m, i) => {
+        const calls = m.parts.filter((p) => p.type === 'call').map((p) => p.callId);
+        const next = new Set((messages[i + 1]?.parts ?? []).filter((p) => p.type === 'result').map((p) => p.callId));
+        calls.filter((c) => !next.has(c)).forEach((c) => problems.push(`call ${c} unanswered`));
+        const prev = new Set((messages[i - 1]?.parts ?? []).filter((p) => p.type === 'call').map((p) => p.callId));
+        m.parts.filter((p) => p.type === 'result' && !prev.has(p.callId)).forEach((p) => problems.push(`result ${p.callId} without its call`));
+    });
+    return problems;
+}
+
+describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 60 * 1000 }, () => {
+    let run: CodeServerRun;
+    let logFile: string;
+    let statusItem: Locator;
+
+    const log = (): LogLine[] =>
+        fs.existsSync(logFile)
+            ? fs
+                  .readFileSync(logFile, 'utf8')
+                  .split('\n')
+                  .filter(Boolean)
+                  .map((l) => JSON.parse(l) as LogLine)
+            : [];
+    const backendCalls = () => log().filter((l) => l.hop === 'backend');
+    const guard = async (body: () => Promise<void>) => {
+        try {
+            await body();
+        } catch (err) {
+            run.failed = true;
+            throw err;
+        }
+    };
+
+    /** Types a request into the chat input (replacing what is there) and sends it. */
+    const send = async (text: string): Promise<void> => {
+        await run.page.click(INPUT);
+        await run.page.keyboard.press('Control+A');
+        await run.page.keyboard.press('Backspace');
+        await run.page.keyboard.type(text);
+        if (/\/\w+$/.test(text)) {
+            // Enter would accept the slash command's completion instead of sending.
+            await run.page.keyboard.type(' ');
+        }
+        await run.page.keyboard.press('Enter');
+    };
+    /** The last response in the panel, once it shows `pattern`. */
+    const reply = async (pattern: RegExp): Promise<string> => {
+        const last = run.page.locator('.interactive-item-container.interactive-response').last();
+        await last.getByText(pattern).first().waitFor({ timeout: STEP_MS });
+        return last.innerText();
+    };
+    /** Sent requests of one agent turn: the backend calls logged after `since`. */
+    const callsSince = (since: number) => backendCalls().filter((l) => l.at >= since);
+
+    before(async () => {
+        if (EDITOR_TESTS_SKIPPED) {
+            return;
+        }
+        assert.ok(fs.existsSync(VENV_PYTHON), `${VENV_PYTHON} is missing: run make unit`);
+        // In the artifacts folder (which the run makes afresh): what each hop received, kept.
+        logFile = path.join(ARTIFACTS, 'chat', 'chat.log');
+        run = await CodeServerRun.start({
+            name: 'chat',
+            extensions: [VSIX, FIXTURE_VSIX],
+            files: { 'src/app.py': APP },
+            machineSettings: { 'hdcontext.server.pythonPath': VENV_PYTHON },
+            settings: {
+                'hdcontext.chat.wrapVendors': ['fakebackend'],
+                'hdcontextE2E.logFile': logFile,
+                ...(process.env.HDCONTEXT_E2E_TRACE ? { 'hdcontext.trace.server': 'verbose' } : {}),
+            },
+        });
+        statusItem = run.page
+            .locator('#workbench\\.parts\\.statusbar .statusbar-item')
+            .filter({ hasText: / \/ \d+(\.\d)?[kMG]? · / })
+            .first();
+    });
+
+    after(async () => {
+        await run?.close();
+    });
+
+    it('the model picker lists "Fake Backend 1 · hdcontext", and picking it works', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
+        await guard(async () => {
+            const page = run.page;
+            await page.waitForSelector(INPUT, { timeout: STEP_MS });
+            // A wider chat view (the secondary side bar), for the screenshots.
+            const bar = await page.locator('#workbench\\.parts\\.auxiliarybar').boundingBox();
+            if (bar) {
+                await page.mouse.move(bar.x - 1, bar.y + bar.height / 2);
+                await page.mouse.down();
+                await page.mouse.move(bar.x - 240, bar.y + bar.height / 2, { steps: 5 });
+                await page.mouse.up();
+            }
+            // The picker lists the models known when it opens: reopen it until the twin is there.
+            let found = false;
+            for (let i = 0; i < 30 && !found; i++) {
+                await page.click(PICKER);
+                await page.keyboard.type('Fake Backend');
+                const row = page.locator(`.chat-model-picker-dropdown .monaco-list-row[aria-label^="${MODEL}"]`).first();
+                try {
+                    await row.waitFor({ timeout: 1000 });
+                    found = true;
+                    t.diagnostic(`screenshot: ${await run.shot('chat-picker.png')}`);
+                    await row.click();
+                } catch {
+                    await page.keyboard.press('Escape');
+                    await page.waitForTimeout(500);
+                }
+            }
+            assert.ok(found, `"${MODEL}" never appeared in the model picker`);
+            await page.waitForSelector(`${PICKER}[aria-label="Models, ${MODEL}"]`, { timeout: 5000 });
+            run.mark('model picked');
+        });
+    });
+
+    let readCallId = '';
+
+    it('turn 1, a file read: the reply is shown, the backend got the conversation', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
+        await guard(async () => {
+            const since = Date.now();
+            await send('@agent read src/app.py');
+            const text = await reply(/Read it: \d+ lines/);
+            run.mark('turn 1 answered');
+            t.diagnostic(`reply: ${JSON.stringify(text)}`);
+            const calls = callsSince(since);
+            assert.equal(calls.length, 2, 'the read request, then the one with its result');
+            const last = calls[1].messages as Message[];
+            readCallId = toolIds(last).calls[0];
+            assert.match(readCallId, /^call-read-/);
+            assert.deepEqual(toolIds(last).results, [readCallId]);
+            assert.ok(last.some((m) => m.parts.some((p) => p.type === 'result' && p.text === APP)), 'the file content reached the backend');
+            assert.ok(log().some((l) => l.hop === 'agent' && l.model === 'hdcontext/fakebackend/fake-1'), 'the agent used the picked model');
+        });
+    });
+
+    it('turn 2, a write that makes the read stale: the backend got the compacted history, tool calls paired', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
+        await guard(async () => {
+            const since = Date.now();
+            await send('@agent write src/app.py');
+            const text = await reply(/Wrote it\./);
+            run.mark('turn 2 answered');
+            t.diagnostic(`reply: ${JSON.stringify(text)}`);
+            const calls = callsSince(since);
+            assert.equal(calls.length, 2);
+            const last = calls[1].messages as Message[];
+            assert.deepEqual(pairingProblems(last), [], 'every tool call answered, every result after its call');
+            const ids = toolIds(last);
+            const write = ids.calls.find((c) => c.startsWith('call-write-'));
+            assert.ok(write && ids.results.includes(write), 'the write and its result are there');
+            const sent = log().filter((l) => l.hop === 'agent-send').pop();
+            // What the daemon did with the stale read depends on the schedule (cache-aware by
+            // default): pruned now, or kept while the status bar shows it as pending.
+            if (ids.calls.includes(readCallId)) {
+                await poll('the status bar shows the pruning as pending', async () => ((await statusItem.innerText().catch(() => '')).includes('pending') ? true : undefined));
+                t.diagnostic('the stale read was kept (pending, cache-aware schedule)');
+            } else {
+                assert.ok(!ids.results.includes(readCallId), 'the read result went with its call');
+                assert.ok((calls[1].tokens ?? 0) < (sent?.tokens as number), 'the backend received fewer tokens than the agent sent');
+                t.diagnostic(`the stale read was pruned: backend received ${calls[1].tokens} tokens, the agent sent ${String(sent?.tokens)}`);
+            }
+            t.diagnostic(`screenshot: ${await run.shot('chat-panel.png')}`);
+        });
+    });
+
+    it("the status bar shows the conversation's tokens, the figure @hdcontext /status gives", { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
+        await guard(async () => {
+            await send('@hdcontext /status');
+            const text = await reply(/go to the model on the next call/);
+            const m = /([\d,]+)\s+of\s+([\d,]+)\s+tokens/.exec(text);
+            assert.ok(m, text);
+            const [tokens, limit] = [Number(m[1].replace(/,/g, '')), Number(m[2].replace(/,/g, ''))];
+            assert.equal(limit, 100000, "the session's limit is the model's maxInputTokens");
+            const shown = await poll('the status bar figure', async () => {
+                const s = (await statusItem.innerText().catch(() => '')).trim();
+                return s.includes(`${formatTokens(tokens)} / 100k`) ? s : undefined;
+            });
+            run.mark('status shown');
+            t.diagnostic(`@hdcontext /status: ${JSON.stringify(text)}`);
+            t.diagnostic(`status bar: ${JSON.stringify(shown)}`);
+            await statusItem.hover();
+            const hover = run.page.locator('.monaco-hover, .workbench-hover').filter({ hasText: 'Saved so far' }).first();
+            await hover.waitFor({ timeout: 15000 });
+            t.diagnostic(`tooltip: ${JSON.stringify(await hover.innerText())}`);
+            t.diagnostic(`screenshot: ${await run.shot('chat-status.png')}`);
+            await run.page.mouse.move(300, 300);
+        });
+    });
+
+    it('hdcontext_retrieve, offered with the chat\'s tools, gives back the pruned read', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
+        await guard(async () => {
+            const since = Date.now();
+            await send(`@agent retrieve ${readCallId}`);
+            await reply(/hdcontext_retrieve returned \d+ characters/);
+            run.mark('retrieved');
+            const calls = callsSince(since);
+            assert.ok(calls[0].tools?.includes('hdcontext_retrieve'), `offered: ${String(calls[0].tools)}`);
+            const retrieved = log().filter((l) => l.hop === 'agent-tool' && l.name === 'hdcontext_retrieve').pop();
+            assert.ok(retrieved, 'the agent ran hdcontext_retrieve');
+            assert.ok(String(retrieved.text).endsWith(`\n${APP}`), 'the original read, in full');
+            t.diagnostic(`retrieved ${String(retrieved.text).length} characters`);
+        });
+    });
+
+    it('cancelling a request stops the backend call', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
+        await guard(async () => {
+            await send('@agent slow');
+            await reply(/Thinking slowly/);
+            const started = Date.now();
+            await run.page.keyboard.press('Escape');
+            const stop = run.page.locator('.interactive-input-part .action-label.codicon-stop-circle, .interactive-input-part a[aria-label^="Cancel"]').first();
+            if (await stop.isVisible().catch(() => false)) {
+                await stop.click();
+            }
+            const cancelled = await poll('the backend saw the cancellation', () => log().find((l) => l.hop === 'backend-cancelled'), 15000);
+            run.mark('cancelled');
+            assert.ok(!log().some((l) => l.hop === 'backend-finished'), 'the backend call did not run to its end');
+            t.diagnostic(`backend stopped after ${String(cancelled.after)} parts, ${cancelled.at - started} ms after the click`);
+        });
+    });
+
+    it('the settings of the chat panel in the Settings UI', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
+        await guard(async () => {
+            await run.runCommand('Preferences: Open Settings (UI)');
+            const search = run.page.locator('.settings-editor .suggest-input-container .monaco-editor').first();
+            await search.waitFor({ timeout: STEP_MS });
+            await search.click();
+            await run.page.keyboard.type('hdcontext wrap vendors pricing');
+            await run.page.locator('.settings-editor .setting-item-contents', { hasText: 'Wrap Vendors' }).first().waitFor({ timeout: STEP_MS });
+            await run.page.locator('.settings-editor .setting-item-contents', { hasText: 'Pricing' }).first().waitFor({ timeout: STEP_MS });
+            t.diagnostic(`screenshot: ${await run.shot('chat-settings.png')}`);
+        });
+    });
+
+    it('the figures: tokens the backend received through the wrapper, and what the agent sent', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
+        const lines = log();
+        const sent = lines.filter((l) => l.hop === 'agent-send');
+        const received = lines.filter((l) => l.hop === 'backend');
+        const rows = received.map((r, i) => ({ request: i + 1, agentSent: sent[i]?.tokens, backendReceived: r.tokens }));
+        fs.mkdirSync(run.artifacts, { recursive: true });
+        fs.writeFileSync(path.join(run.artifacts, 'tokens.json'), JSON.stringify(rows, null, 2) + '\n');
+        t.diagnostic(`tokens per request (agent sent → backend received): ${rows.map((r) => `${String(r.agentSent)}→${String(r.backendReceived)}`).join(', ')}`);
+        assert.equal(sent.length, received.length);
+    });
+});
