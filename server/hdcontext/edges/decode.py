@@ -130,17 +130,20 @@ def decode(body: bytearray) -> Incoming | Refused:
 
     The fast way: pydantic-core's JSON parser (jiter) reads the bytes as they are, with no
     text copy; it refuses invalid UTF-8, lone surrogates, NaN and ±Infinity, and nesting
-    beyond ``MAX_DEPTH`` on its own, and a scan of the bytes tells whether a number could be
-    too large for it to refuse. Anything it refuses, or could not check, goes the exact way
-    (``decode_text``), which says what is wrong and where.
+    beyond ``MAX_DEPTH`` on its own. A number too large for 64 bits or a double it takes,
+    so when a scan of the bytes says one may be there the parsed value is walked for it.
+    Anything refused goes the exact way (``decode_text``), which says what is wrong and where.
     """
     try:
-        if not _numbers_to_check(body):
-            try:
-                value = from_json(body, allow_inf_nan=False, cache_strings="keys")
-            except ValueError:
-                pass
-            else:
+        try:
+            value = from_json(body, allow_inf_nan=False, cache_strings="keys")
+        except ValueError:
+            pass
+        else:
+            # The parser takes integers of any size and a float beyond a double's range as
+            # infinity; the scan says whether the body may hold either (a run of 19 digits,
+            # inside a string too), and only then is the value walked for them.
+            if not _numbers_to_check(body) or not _out_of_range(value):
                 return _message(value, walk=False)
         try:
             text = body.decode("utf-8")
@@ -149,6 +152,23 @@ def decode(body: bytearray) -> Incoming | Refused:
     finally:
         body.clear()
     return decode_text(text)
+
+
+def _out_of_range(value: object) -> bool:
+    """Whether a parsed value holds an integer beyond 64 bits or an infinite float."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif type(item) is int:
+            if not INT_MIN <= item <= INT_MAX:
+                return True
+        elif type(item) is float and item - item != 0.0:
+            return True
+    return False
 
 
 _NUMERIC_MAP = bytes(
@@ -161,18 +181,35 @@ _NUMERIC_MAP = bytes(
     else ord(".")
     for b in range(256)
 )
-_SCAN_STEP = 1 << 20
+_CANDIDATES = (b"0" * 19, b"0e000", b"0e+000")
+"""In the mapped bytes: 19 digits; a digit, an exponent mark and three digits."""
+_NUMBER_PART = frozenset(b"0123456789.-+eE")
+_BLANKS = frozenset(b" \t\r\n")
+_BEFORE_NUMBER = frozenset(b":,[")
 
 
 def _numbers_to_check(body: bytearray) -> bool:
     """Whether the body may hold an integer beyond 64 bits or a float beyond a double's
-    range: 19 digits in a row, or an exponent of three digits. Digits in strings count too,
-    so this can say yes for nothing; the exact way then finds nothing wrong."""
-    overlap = 24
-    for start in range(0, len(body), _SCAN_STEP):
-        part = body[start : start + _SCAN_STEP + overlap].translate(_NUMERIC_MAP)
-        if b"0" * 19 in part or b"e000" in part or b"e+000" in part:
-            return True
+    range: 19 digits in a row, or an exponent of three digits, where a JSON number can stand
+    (after ``:``, ``,`` or ``[`` and blanks). The bytes are mapped so that the candidates are
+    plain substrings (found at C speed); a candidate inside a string (a hash, a long id)
+    follows a character that no number can follow, and costs no walk. It can say yes for
+    nothing, never no for something."""
+    mapped = body.translate(_NUMERIC_MAP)
+    for needle in _CANDIDATES:
+        at = mapped.find(needle)
+        while at >= 0:
+            i = at - 1
+            while i >= 0 and body[i] in _NUMBER_PART:
+                i -= 1
+            while i >= 0 and body[i] in _BLANKS:
+                i -= 1
+            if i < 0 or body[i] in _BEFORE_NUMBER:
+                return True
+            end = at + len(needle)
+            while end < len(mapped) and mapped[end] == mapped[at + len(needle) - 1]:
+                end += 1  # the rest of this run
+            at = mapped.find(needle, end)
     return False
 
 
