@@ -48,5 +48,3 @@ class DensityPass(Protocol):
         """Blocks the later passes must leave alone (after ``propose``)."""
         ...
 
-
-PassFactory = Callable[[], DensityPass]
