@@ -169,7 +169,6 @@ class Session:
         # costs what it adds (it catches up through the history's journal).
         self._density = DensityEngine()
         self._cache = CacheState()
-        self._applied = 0  # edits applied by the compaction under way
         self._savings = Savings()  # what each waiting edit saves, counted once
         self._lineage = Lineage()  # the conversation as history/sync last saw it
 
@@ -316,10 +315,6 @@ class Session:
         (for the daemon to compare with modification times before a compaction)."""
         return self._density.read_times(self.history, self.density_config(self.resolved()))
 
-    @property
-    def writes(self) -> dict[str, int]:
-        return dict(self._writes)
-
     def set_todos(self, todos: Sequence[Todo]) -> None:
         self._todos = list(todos)
         self._todos_since = len(self.history.transcript)
@@ -358,14 +353,15 @@ class Session:
             keep_latest_view=v.keep_latest_view,
         )
 
-    def _optimize(self, r: Resolved, schedule: Callable[[list[Edit]], Plan]) -> DensityReport:
+    def _optimize(
+        self, r: Resolved, schedule: Callable[[list[Edit]], Plan]
+    ) -> tuple[DensityReport, int]:
         """The continuous strategy's ``optimize`` (high-density's: the density engine, which
         the session keeps across turns instead of folding it cold every time), with the edits
-        ``schedule`` picks applied; the others are left pending."""
+        ``schedule`` picks applied; the others are left pending. Also: how many applied."""
         history = self.history
         before = history.total_tokens
         chosen = schedule(self._density.proposals(history, self.density_config(r)))
-        self._applied += len(chosen.apply)
         result = result_of([c.edit for c in chosen.apply], history.position, self._entry)
         if not result.is_empty:  # REQ-HD-002.4 / 002.5
             history.apply_density_result(result)
@@ -378,13 +374,14 @@ class Session:
             pending_tokens=chosen.waiting_tokens,
             pending_edits=len(chosen.wait),
         )
-        return DensityReport(
+        report = DensityReport(
             removals=len(result.removals),
             replacements=len(result.replacements),
             metadata=DensityCounts.of(result.metadata),
             tokens_before=before,
             tokens_after=after,
         )
+        return report, len(chosen.apply)
 
     def _entry(self, key: int) -> IContent:
         index = self.history.position(key)
@@ -465,7 +462,7 @@ class Session:
         """
         at = self._clock() if at is None else at
         pending = max(0, pending_tokens)
-        self._applied = 0
+        applied = 0
         r = self.resolved()
         limit = r.values.context_limit
         strategy = get_strategy(r.values.strategy)
@@ -485,7 +482,7 @@ class Session:
             # either case every edit applies now (and may spare the compression).
             due = history.total_tokens + pending >= r.threshold * limit
             schedule = self._scheduler(r, pricing, cached_end, all_now=due or not warm)
-            density = self._optimize(r, schedule)
+            density, applied = self._optimize(r, schedule)
             steps.append(Step("optimize", density.tokens_before, density.tokens_after))
         self.dirty = False  # REQ-HD-002.7
 
@@ -495,15 +492,16 @@ class Session:
 
         if history.total_tokens + pending > limit:  # REQ-HD-002.8
             if optimizes:
-                extra = self._optimize(r, self._scheduler(r, pricing, 0, all_now=True))
+                extra, more = self._optimize(r, self._scheduler(r, pricing, 0, all_now=True))
                 density = _merge_density(density, extra)
+                applied += more
                 steps.append(Step("emergency-optimize", extra.tokens_before, extra.tokens_after))
             again = await self._compress(strategy, r)
             compression = _merge_compression(compression, again)
             steps.append(Step("emergency-compress", again.tokens_before, again.tokens_after))
 
         over = history.total_tokens + pending > limit
-        return self._reply(at, r, pricing, warm, density, compression, over, tuple(steps))
+        return self._reply(at, r, pricing, warm, applied, density, compression, over, tuple(steps))
 
     def _reply(
         self,
@@ -511,6 +509,7 @@ class Session:
         r: Resolved,
         pricing: Pricing,
         warm: bool,
+        applied: int,
         density: DensityReport | None,
         compression: CompressionReport | None,
         over: bool,
@@ -541,7 +540,7 @@ class Session:
         report = CacheReport(
             pricing=pricing.name,
             stable_prefix=history.curated_index(stable_raw),
-            edits_applied=self._applied,
+            edits_applied=applied,
             edits_pending=cache.pending_edits,
             pending_tokens=cache.pending_tokens,
             cold=not warm,

@@ -47,4 +47,3 @@ class DensityPass(Protocol):
     def protected(self) -> frozenset[Position]:
         """Blocks the later passes must leave alone (after ``propose``)."""
         ...
-

@@ -83,12 +83,13 @@ class _Facts:
     writes: tuple[str, ...]
     whole_writes: tuple[str, ...]
     """Of ``writes``, those whose whole new content the call shows."""
-    write_time: int | None
+    time: int | None
+    """When the call took effect: its response's entry time, else the call's. A read took
+    its content then; a write reached the disk by then."""
     reads: tuple[str, ...]
     spans: tuple[Span, ...]
     """What part of each file of ``reads`` the call showed."""
     only_reads: bool
-    read_time: int | None
     is_read: bool
     viewed: bool
     """The read worked and its output is still there: the model can see the content."""
@@ -129,6 +130,7 @@ class StaleReadPass:
         self._last_write: dict[str, Position] = {}
         self._last_full: dict[str, Position] = {}  # the latest whole view of each file
         self._tool_write_time: dict[str, int] = {}
+        self._first_read: dict[str, int] = {}  # the earliest time a read took each file
         self._ledger: Mapping[str, int] = {}
         self._fates: dict[str, Fate] = {}
         self._protected: set[str] = set()
@@ -287,8 +289,9 @@ class StaleReadPass:
         facts = self._facts
         writers = self._writers.get(path, ())
         last_write = max((facts[i].position for i in writers), default=None)
-        times = [t for i in writers if (t := facts[i].write_time) is not None]
+        times = [t for i in writers if (t := facts[i].time) is not None]
         tool_time = max(times) if times else None
+        read = [t for i in self._readers.get(path, ()) if (t := facts[i].time) is not None]
         full = [
             facts[i].position
             for i in self._viewers.get(path, ())
@@ -298,6 +301,7 @@ class StaleReadPass:
         _put(self._last_write, path, last_write)
         _put(self._tool_write_time, path, tool_time)
         _put(self._last_full, path, last_full)
+        _put(self._first_read, path, min(read) if read else None)
 
     # -- the rules ------------------------------------------------------------------------
 
@@ -345,13 +349,13 @@ class StaleReadPass:
         """Written outside the history after the read, and no write in the history explains
         it (the agent's own edits reach the disk too, at about their response's time)."""
         on_disk = self._ledger.get(path)
-        if on_disk is None or read.read_time is None or on_disk <= read.read_time:
+        if on_disk is None or read.time is None or on_disk <= read.time:
             return False
         tool_time = self._tool_write_time.get(path)
         return tool_time is None or on_disk > tool_time
 
     def _written_after(self, path: str, facts: _Facts) -> bool:
-        return written_after(path, facts.position, facts.read_time, self._last_write, self._ledger)
+        return written_after(path, facts.position, facts.time, self._last_write, self._ledger)
 
     # -- reports --------------------------------------------------------------------------
 
@@ -359,12 +363,7 @@ class StaleReadPass:
         """Each file read (resolved), with the earliest time a read took its content: what
         the daemon compares with the files' modification times before a compaction, so a
         write made while no event could arrive is not missed. Call after ``settle``."""
-        earliest: dict[str, int] = {}
-        for path, readers in self._readers.items():
-            times = [t for call_id in readers if (t := self._facts[call_id].read_time) is not None]
-            if times:
-                earliest[path] = min(times)
-        return earliest
+        return dict(self._first_read)
 
     def report(self) -> list[StaleRead]:
         """Every read with at least one file written after it, in call order, and whether the
@@ -427,7 +426,7 @@ class StaleReadPass:
             if not written:
                 return None
             return _Facts(
-                position, block.name, written, tuple(whole), time, (), (), False, None, False, False
+                position, block.name, written, tuple(whole), time, (), (), False, False, False
             )
         paths, only_reads = read
         if run is not None and block.name not in config.read_tools:
@@ -448,7 +447,6 @@ class StaleReadPass:
             paths,
             spans,
             only_reads,
-            time,
             True,
             viewed,
         )
