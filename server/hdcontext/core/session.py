@@ -259,7 +259,7 @@ class Session:
                 history.truncate(cut)
         count = len(new.blobs)
         history.append(new)
-        self._lineage.follow(held, range(length, length + count), digests[held:], length)
+        self._lineage.follow(held, range(length, length + count), digests, length)
         if forked or count:
             self.version += 1
             self.dirty = True

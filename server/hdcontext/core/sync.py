@@ -75,14 +75,29 @@ class Lineage:
     everything it was given."""
 
     def __init__(self, seqs: list[int] | None = None) -> None:
-        self.seqs = seqs
+        self._seqs = seqs
         self._digests: dict[int, bytes] = {}
+        self._sent: list[bytes] | None = None
+        """The digests of ``seqs`` in order, as the last sync had them: a resend of the same
+        conversation is then one comparison of lists."""
+
+    @property
+    def seqs(self) -> list[int] | None:
+        return self._seqs
+
+    @seqs.setter
+    def seqs(self, seqs: list[int] | None) -> None:
+        self._seqs = seqs
+        self._sent = None
 
     def current(self, transcript_length: int) -> list[int]:
-        return list(range(transcript_length)) if self.seqs is None else self.seqs
+        return list(range(transcript_length)) if self._seqs is None else self._seqs
 
     def held(self, digests: Sequence[bytes], transcript: Entries) -> int:
         """How many of the client's entries (by digest) the lineage holds, in order."""
+        sent = self._sent
+        if sent is not None and len(digests) >= len(sent) and digests[: len(sent)] == sent:
+            return len(sent)
         held = 0
         for seq, digest in zip(self.current(len(transcript)), digests, strict=False):
             if not self._sent_as(seq, digest, transcript):
@@ -91,14 +106,16 @@ class Lineage:
         return held
 
     def follow(self, held: int, seqs: Sequence[int], digests: Sequence[bytes], length: int) -> None:
-        """The client's conversation is now the first ``held`` entries, then the transcript
-        entries ``seqs`` (sent as ``digests``)."""
-        self.seqs = self.current(length)[:held] + list(seqs)
-        self._digests.update(zip(seqs, digests, strict=True))
+        """The client's conversation, sent as ``digests``, is now the first ``held`` entries
+        of the lineage, then the transcript entries ``seqs``."""
+        self._seqs = self.current(length)[:held] + list(seqs)
+        self._digests.update(zip(seqs, digests[held:], strict=True))
+        self._sent = list(digests)
 
     def forget_after(self, transcript_length: int) -> None:
         """Entries from ``transcript_length`` on are gone (a rollback)."""
         self._digests = {k: v for k, v in self._digests.items() if k < transcript_length}
+        self._sent = None
 
     def _sent_as(self, seq: int, digest: bytes, transcript: Entries) -> bool:
         known = self._digests.get(seq)

@@ -54,9 +54,17 @@ _BLANK_TEXT = re.compile(r"[ \t\r\n]*")
 class Record:
     """Entries a client sent in a sync that succeeded: their bytes and digests."""
 
-    head: bytes
-    """The entries array as sent, from ``[`` through the last entry (no closing bracket)."""
+    body: bytes | bytearray
+    """The body they came in (kept whole rather than copied out of it)."""
+    start: int
+    stop: int
+    """``body[start:stop]`` is the entries array, from ``[`` through the last entry (no
+    closing bracket)."""
     digests: tuple[bytes, ...]
+
+    @property
+    def head(self) -> memoryview:
+        return memoryview(self.body)[self.start : self.stop]
 
 
 class Conversation(list[Any]):
@@ -70,12 +78,12 @@ class Conversation(list[Any]):
         self,
         parsed: list[Any],
         known: Record | None = None,
-        head: bytes | None = None,
+        span: tuple[bytes | bytearray, int, int] | None = None,
         keep: Callable[[Record], None] | None = None,
     ) -> None:
         super().__init__(parsed)
         self._known = known
-        self._head = head
+        self._span = span
         self._keep = keep
 
     @property
@@ -84,7 +92,7 @@ class Conversation(list[Any]):
         return 0 if self._known is None else len(self._known.digests)
 
     @property
-    def count(self) -> int:
+    def total(self) -> int:
         """All entries of the conversation."""
         return self.known + len(self)
 
@@ -99,13 +107,13 @@ class Conversation(list[Any]):
         if start >= known:
             return list(self[start - known :])
         assert self._known is not None
-        earlier: list[Any] = from_json(self._known.head + b"]")
+        earlier: list[Any] = from_json(bytes(self._known.head) + b"]")
         return earlier[start:] + list(self)
 
     def settle(self, digests: Sequence[bytes]) -> None:
         """The sync succeeded with these digests (``digests()``): keep the record."""
-        if self._keep is not None and self._head is not None and len(digests) == self.count:
-            self._keep(Record(self._head, tuple(digests)))
+        if self._keep is not None and self._span is not None and len(digests) == self.total:
+            self._keep(Record(*self._span, tuple(digests)))
 
 
 class Resends:
@@ -119,31 +127,30 @@ class Resends:
 
     def decode(self, body: bytearray) -> Incoming | Refused:
         """``decode.decode`` of one body; a ``history/sync`` request's ``params.entries``
-        becomes a ``Conversation``. The body is cleared on the way out, as there."""
+        becomes a ``Conversation``. The body is cleared, as there, unless a record may keep
+        it."""
         if len(body) < MIN_BYTES or body.find(_SYNC) < 0:
             return decode(body)
-        try:
-            for session_id, record in reversed(self._records.items()):
-                item = self._known(body, record)
-                if item is not None:
-                    self._records.move_to_end(session_id)
-                    return item
-            whole = bytes(body)
-            item = decode(body)
-            if _is_sync(item):
-                assert isinstance(item, Incoming)
-                self._wrap_whole(item, whole)
-            return item
-        finally:
-            body.clear()
+        for session_id, record in reversed(self._records.items()):
+            known = self._known(body, record)
+            if known is not None:
+                self._records.move_to_end(session_id)
+                return known
+        whole = bytes(body)
+        item = decode(body)
+        if _is_sync(item):
+            assert isinstance(item, Incoming)
+            self._wrap_whole(item, whole)
+        return item
 
     def _known(self, body: bytearray, record: Record) -> Incoming | None:
         """The body decoded with ``record``'s entries cut out, if it starts its entries with
-        them; else None."""
-        start = _array_start(body, record.head)
+        them; else None. The body is kept (not cleared): it is the next record's."""
+        head = record.head
+        start = _array_start(body, head)
         if start is None:
             return None
-        stop = start + len(record.head)
+        stop = start + len(head)
         cut = bytearray(body[:start])
         cut += self._marker_bytes
         cut += body[stop:]
@@ -156,21 +163,20 @@ class Resends:
         if not entries or type(entries[0]) is not dict or entries[0] != self._marker:
             return None
         close = _array_close(bytes(body[stop:]), first=False)
-        head = None
+        span = None
         if close is not None:
-            head = record.head + bytes(body[stop : stop + close]).rstrip(_BLANKS)
+            end = len(bytes(body[stop : stop + close]).rstrip(_BLANKS))
+            span = (body, start, stop + end)
         params["entries"] = Conversation(
-            entries[1:], record, head, self._keeper(params.get("sessionId"))
+            entries[1:], record, span, self._keeper(params.get("sessionId"))
         )
         return item
 
     def _wrap_whole(self, item: Incoming, whole: bytes) -> None:
         params = item.message["params"]
         entries = params["entries"]
-        head = _entries_head(whole, len(entries), self._marker, self._marker_bytes)
-        params["entries"] = Conversation(
-            entries, None, head, self._keeper(params.get("sessionId"))
-        )
+        span = _entries_span(whole, len(entries), self._marker, self._marker_bytes)
+        params["entries"] = Conversation(entries, None, span, self._keeper(params.get("sessionId")))
 
     def _keeper(self, session_id: object) -> Callable[[Record], None] | None:
         if not isinstance(session_id, str):
@@ -179,10 +185,10 @@ class Resends:
         def keep(record: Record) -> None:
             self._records.pop(session_id, None)
             self._records[session_id] = record
-            total = sum(len(r.head) for r in self._records.values())
+            total = sum(len(r.body) for r in self._records.values())
             while len(self._records) > MAX_RECORDS or total > MAX_RECORD_BYTES:
                 _, dropped = self._records.popitem(last=False)
-                total -= len(dropped.head)
+                total -= len(dropped.body)
 
         return keep
 
@@ -213,7 +219,7 @@ def _skip_blanks(data: bytes | bytearray, at: int) -> int:
     return at
 
 
-def _array_start(body: bytearray, head: bytes) -> int | None:
+def _array_start(body: bytearray, head: memoryview) -> int | None:
     """Where ``head`` stands in ``body`` as the value of an ``"entries"`` key, followed by
     another entry or the array's end."""
     at = body.find(_KEY)
@@ -262,15 +268,15 @@ def _array_close(rest: bytes, first: bool) -> int | None:
     return None
 
 
-def _entries_head(
+def _entries_span(
     whole: bytes, count: int, marker: dict[str, str], marker_bytes: bytes
-) -> bytes | None:
-    """The bytes of a decoded sync's entries array, through its last entry, once it is
-    certain they are that array: a body with them replaced by the marker alone must decode
-    to ``params.entries == [marker]``."""
+) -> tuple[bytes, int, int] | None:
+    """Where a decoded sync's entries array stands in its body, through its last entry,
+    once it is certain that they are that array: a body with them replaced by the marker
+    alone must decode to ``params.entries == [marker]``."""
     at = whole.find(_KEY)
     for _ in range(_TRIES):
-        if at < 0:
+        if at < 0 or not count:
             return None
         colon = _skip_blanks(whole, at + len(_KEY))
         if colon < len(whole) and whole[colon] == ord(":"):
@@ -279,9 +285,9 @@ def _entries_head(
                 close = _array_close(whole[start + 1 :], first=True)
                 if close is not None:
                     close += start + 1
-                    head = whole[start:close].rstrip(_BLANKS)
-                    if count and _verified(whole, start, close, marker, marker_bytes):
-                        return head
+                    if _verified(whole, start, close, marker, marker_bytes):
+                        stop = len(whole[start:close].rstrip(_BLANKS)) + start
+                        return whole, start, stop
         at = whole.find(_KEY, at + 1)
     return None
 
