@@ -51,7 +51,11 @@ def without_timestamp(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def ranges(seqs: list[int]) -> list[list[int]]:
+Run = tuple[int, int]
+"""``[start, stop)``: transcript entries ``start`` to ``stop - 1``, in order."""
+
+
+def ranges(seqs: Sequence[int]) -> list[list[int]]:
     """``[start, stop)`` runs of a list of increasing integers (how a lineage is saved)."""
     out: list[list[int]] = []
     for seq in seqs:
@@ -62,36 +66,53 @@ def ranges(seqs: list[int]) -> list[list[int]]:
     return out
 
 
-def unrange(runs: list[list[int]]) -> list[int]:
+def unrange(runs: Sequence[Sequence[int]]) -> list[int]:
     return [seq for start, stop in runs for seq in range(start, stop)]
 
 
 class Lineage:
-    """The conversation as the client last sent it: the transcript entry each of its entries
-    is, and the digest of each as the client wrote it (a cache, taken again from the
-    transcript after a restart).
+    """The conversation as the client last sent it: the transcript entries it is made of, as
+    runs (one run while it never forked, so a turn costs no walk of the conversation), and the
+    digest of each entry as the client wrote it (a cache, taken again from the transcript
+    after a restart).
 
-    ``seqs`` is ``None`` until the first sync: a session filled by ``history/append`` counts
+    ``runs`` is ``None`` until the first sync: a session filled by ``history/append`` counts
     everything it was given."""
 
-    def __init__(self, seqs: list[int] | None = None) -> None:
-        self._seqs = seqs
+    def __init__(self, runs: Sequence[Run] | None = None) -> None:
+        self._runs: list[Run] | None = None if runs is None else list(runs)
         self._digests: dict[int, bytes] = {}
         self._sent: list[bytes] | None = None
-        """The digests of ``seqs`` in order, as the last sync had them: a resend of the same
-        conversation is then one comparison of lists."""
+        """The digests of the lineage's entries in order, as the last sync had them: a
+        resend of the same conversation is then one comparison of lists."""
 
     @property
-    def seqs(self) -> list[int] | None:
-        return self._seqs
+    def runs(self) -> tuple[Run, ...] | None:
+        return None if self._runs is None else tuple(self._runs)
 
-    @seqs.setter
-    def seqs(self, seqs: list[int] | None) -> None:
-        self._seqs = seqs
+    @runs.setter
+    def runs(self, runs: Sequence[Run] | None) -> None:
+        self._runs = None if runs is None else list(runs)
         self._sent = None
 
+    def _current_runs(self, transcript_length: int) -> list[Run]:
+        if self._runs is None:
+            return [(0, transcript_length)] if transcript_length else []
+        return self._runs
+
     def current(self, transcript_length: int) -> list[int]:
-        return list(range(transcript_length)) if self._seqs is None else self._seqs
+        """The lineage's transcript entries, one by one (for a fork; a turn needs none)."""
+        return unrange(self._current_runs(transcript_length))
+
+    def size(self, transcript_length: int) -> int:
+        return sum(stop - start for start, stop in self._current_runs(transcript_length))
+
+    def seq_at(self, index: int, transcript_length: int) -> int:
+        for start, stop in self._current_runs(transcript_length):
+            if index < stop - start:
+                return start + index
+            index -= stop - start
+        raise IndexError(index)
 
     def held(self, digests: Sequence[bytes], transcript: Entries) -> int:
         """How many of the client's entries (by digest) the lineage holds, in order."""
@@ -105,11 +126,26 @@ class Lineage:
             held += 1
         return held
 
-    def follow(self, held: int, seqs: Sequence[int], digests: Sequence[bytes], length: int) -> None:
+    def follow(
+        self, held: int, start: int, count: int, digests: Sequence[bytes], length: int
+    ) -> None:
         """The client's conversation, sent as ``digests``, is now the first ``held`` entries
-        of the lineage, then the transcript entries ``seqs``."""
-        self._seqs = self.current(length)[:held] + list(seqs)
-        self._digests.update(zip(seqs, digests[held:], strict=True))
+        of the lineage, then the ``count`` transcript entries from ``start`` on."""
+        runs: list[Run] = []
+        left = held
+        for first, stop in self._current_runs(length):
+            if left <= 0:
+                break
+            take = min(left, stop - first)
+            runs.append((first, first + take))
+            left -= take
+        if count:
+            if runs and runs[-1][1] == start:
+                runs[-1] = (runs[-1][0], start + count)
+            else:
+                runs.append((start, start + count))
+        self._runs = runs
+        self._digests.update(zip(range(start, start + count), digests[held:], strict=True))
         self._sent = list(digests)
 
     def forget_after(self, transcript_length: int) -> None:
