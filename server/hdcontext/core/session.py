@@ -249,17 +249,17 @@ class Session:
         two part, append the new ones. The transcript keeps everything."""
         history = self.history
         length = len(history.transcript_json)
-        lineage = self._lineage.current(length)
-        forked = held < len(lineage)
+        lineage = self._lineage
+        forked = held < lineage.size(length)
         if forked:
-            cut = history.cut_point(lineage[held])
+            cut = history.cut_point(lineage.seq_at(held, length))
             if cut is None:
-                history.reinstate(lineage[:held])
+                history.reinstate(lineage.current(length)[:held])
             else:
                 history.truncate(cut)
         count = len(new.blobs)
         history.append(new)
-        self._lineage.follow(held, range(length, length + count), digests[held:], length)
+        self._lineage.follow(held, length, count, digests, length)
         if forked or count:
             self.version += 1
             self.dirty = True
@@ -593,7 +593,7 @@ class Session:
             writes=dict(self._writes),
             model=self.model,
             epoch=self.epoch,
-            lineage=None if self._lineage.seqs is None else tuple(self._lineage.seqs),
+            lineage=self._lineage.runs,
             cache=replace(
                 self._cache,
                 reply=replace(self._cache.reply, changed_from=self.history.changed_from),
@@ -611,7 +611,7 @@ class Session:
         self.model = state.model
         self.epoch = state.epoch
         self._cache = state.cache
-        self._lineage.seqs = None if state.lineage is None else list(state.lineage)
+        self._lineage.runs = state.lineage
         self.history.mark_stable(state.cache.reply.changed_from)
 
 

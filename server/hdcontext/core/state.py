@@ -9,7 +9,6 @@ from typing import Any
 from .cache.ledger import CostLedger
 from .compression.types import Todo
 from .replies import Usage
-from .sync import ranges, unrange
 
 
 @dataclass(frozen=True)
@@ -48,9 +47,9 @@ class SessionState:
     model: str | None = None
     epoch: str = ""
     cache: CacheState = field(default_factory=CacheState)
-    lineage: tuple[int, ...] | None = None
-    """The transcript entries that make up the conversation as ``history/sync`` last saw it
-    (``None``: never synced)."""
+    lineage: tuple[tuple[int, int], ...] | None = None
+    """The transcript entries that make up the conversation as ``history/sync`` last saw it,
+    as ``[start, stop)`` runs (``None``: never synced)."""
 
     def to_json(self) -> str:
         return json.dumps(
@@ -65,7 +64,7 @@ class SessionState:
                 "model": self.model,
                 "epoch": self.epoch,
                 "cache": _cache_to_json(self.cache),
-                "lineage": None if self.lineage is None else ranges(list(self.lineage)),
+                "lineage": None if self.lineage is None else [list(run) for run in self.lineage],
             },
             ensure_ascii=False,
         )
@@ -84,8 +83,12 @@ class SessionState:
             model=raw.get("model"),
             epoch=str(raw.get("epoch", "")),
             cache=_cache_from_json(raw.get("cache")),
-            lineage=None if raw.get("lineage") is None else tuple(unrange(raw["lineage"])),
+            lineage=None if raw.get("lineage") is None else _runs(raw["lineage"]),
         )
+
+
+def _runs(raw: list[list[int]]) -> tuple[tuple[int, int], ...]:
+    return tuple((int(start), int(stop)) for start, stop in raw)
 
 
 def _todo_to_json(todo: Todo) -> dict[str, Any]:

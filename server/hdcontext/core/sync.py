@@ -51,7 +51,11 @@ def without_timestamp(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def ranges(seqs: list[int]) -> list[list[int]]:
+Run = tuple[int, int]
+"""``[start, stop)``: transcript entries ``start`` to ``stop - 1``, in order."""
+
+
+def ranges(seqs: Sequence[int]) -> list[list[int]]:
     """``[start, stop)`` runs of a list of increasing integers (how a lineage is saved)."""
     out: list[list[int]] = []
     for seq in seqs:
@@ -62,27 +66,59 @@ def ranges(seqs: list[int]) -> list[list[int]]:
     return out
 
 
-def unrange(runs: list[list[int]]) -> list[int]:
+def unrange(runs: Sequence[Sequence[int]]) -> list[int]:
     return [seq for start, stop in runs for seq in range(start, stop)]
 
 
 class Lineage:
-    """The conversation as the client last sent it: the transcript entry each of its entries
-    is, and the digest of each as the client wrote it (a cache, taken again from the
-    transcript after a restart).
+    """The conversation as the client last sent it: the transcript entries it is made of, as
+    runs (one run while it never forked, so a turn costs no walk of the conversation), and the
+    digest of each entry as the client wrote it (a cache, taken again from the transcript
+    after a restart).
 
-    ``seqs`` is ``None`` until the first sync: a session filled by ``history/append`` counts
+    ``runs`` is ``None`` until the first sync: a session filled by ``history/append`` counts
     everything it was given."""
 
-    def __init__(self, seqs: list[int] | None = None) -> None:
-        self.seqs = seqs
+    def __init__(self, runs: Sequence[Run] | None = None) -> None:
+        self._runs: list[Run] | None = None if runs is None else list(runs)
         self._digests: dict[int, bytes] = {}
+        self._sent: list[bytes] | None = None
+        """The digests of the lineage's entries in order, as the last sync had them: a
+        resend of the same conversation is then one comparison of lists."""
+
+    @property
+    def runs(self) -> tuple[Run, ...] | None:
+        return None if self._runs is None else tuple(self._runs)
+
+    @runs.setter
+    def runs(self, runs: Sequence[Run] | None) -> None:
+        self._runs = None if runs is None else list(runs)
+        self._sent = None
+
+    def _current_runs(self, transcript_length: int) -> list[Run]:
+        if self._runs is None:
+            return [(0, transcript_length)] if transcript_length else []
+        return self._runs
 
     def current(self, transcript_length: int) -> list[int]:
-        return list(range(transcript_length)) if self.seqs is None else self.seqs
+        """The lineage's transcript entries, one by one (for a fork; a turn needs none)."""
+        return unrange(self._current_runs(transcript_length))
+
+    def size(self, transcript_length: int) -> int:
+        return sum(stop - start for start, stop in self._current_runs(transcript_length))
+
+    def seq_at(self, index: int, transcript_length: int) -> int:
+        for start, stop in self._current_runs(transcript_length):
+            if index < stop - start:
+                return start + index
+            index -= stop - start
+        raise IndexError(index)
 
     def held(self, digests: Sequence[bytes], transcript: Entries) -> int:
         """How many of the client's entries (by digest) the lineage holds, in order."""
+        sent = self._sent
+        if sent is not None and len(digests) >= len(sent) and digests[: len(sent)] == sent:
+            return len(sent)
         held = 0
         for seq, digest in zip(self.current(len(transcript)), digests, strict=False):
             if not self._sent_as(seq, digest, transcript):
@@ -90,15 +126,32 @@ class Lineage:
             held += 1
         return held
 
-    def follow(self, held: int, seqs: Sequence[int], digests: Sequence[bytes], length: int) -> None:
-        """The client's conversation is now the first ``held`` entries, then the transcript
-        entries ``seqs`` (sent as ``digests``)."""
-        self.seqs = self.current(length)[:held] + list(seqs)
-        self._digests.update(zip(seqs, digests, strict=True))
+    def follow(
+        self, held: int, start: int, count: int, digests: Sequence[bytes], length: int
+    ) -> None:
+        """The client's conversation, sent as ``digests``, is now the first ``held`` entries
+        of the lineage, then the ``count`` transcript entries from ``start`` on."""
+        runs: list[Run] = []
+        left = held
+        for first, stop in self._current_runs(length):
+            if left <= 0:
+                break
+            take = min(left, stop - first)
+            runs.append((first, first + take))
+            left -= take
+        if count:
+            if runs and runs[-1][1] == start:
+                runs[-1] = (runs[-1][0], start + count)
+            else:
+                runs.append((start, start + count))
+        self._runs = runs
+        self._digests.update(zip(range(start, start + count), digests[held:], strict=True))
+        self._sent = list(digests)
 
     def forget_after(self, transcript_length: int) -> None:
         """Entries from ``transcript_length`` on are gone (a rollback)."""
         self._digests = {k: v for k, v in self._digests.items() if k < transcript_length}
+        self._sent = None
 
     def _sent_as(self, seq: int, digest: bytes, transcript: Entries) -> bool:
         known = self._digests.get(seq)

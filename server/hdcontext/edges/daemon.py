@@ -26,8 +26,7 @@ from ..core.replies import Status, SyncReply
 from ..core.session import CompactResult, Session, SessionSummarizer, SyncOutcome
 from ..core.settings import FIELDS, SettingError, resolve
 from ..core.stored import Entries
-from ..core.sync import entry_digest
-from . import memory
+from . import memory, resent
 from .ide_settings import IdeSettings
 from .json_text import JsonText
 from .prompt_file import load_compression_prompt
@@ -206,12 +205,13 @@ class Daemon:
     async def sync(self, raw: object) -> dict[str, Any]:
         """``history/sync``: the whole conversation again; append what is new, fork where it
         parts from what the session holds (nothing validated twice, nothing counted twice)."""
+        conversation = resent.conversation(raw)
         p = parse_params(SyncParams, raw)
-        digests = await asyncio.to_thread(lambda: [entry_digest(e) for e in p.entries])
+        digests = await asyncio.to_thread(conversation.digests)
         async with self.registry.lock(p.session_id):
             session = await self.registry.find(p.session_id)
             held = session.sync_point(digests) if session is not None else 0
-            new = parse_entries_from(p.entries, held)
+            new = parse_entries_from(conversation.raw_from(held), held)
             if session is None:
                 session = await self._open(p.session_id, None, None)
             prepared = await asyncio.to_thread(session.prepare, new)
@@ -224,6 +224,7 @@ class Daemon:
                 return session.sync(held, digests, prepared)
 
             outcome = await self.registry.commit(session, change, model=p.model)
+            conversation.settle(digests)
             self._notify(session)
             reply = dict(session.status())
         if len(new) >= memory.LARGE_APPEND:

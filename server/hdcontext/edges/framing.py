@@ -16,6 +16,8 @@ or some other stranger, never an LSP client.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import os
 import queue
 import re
@@ -34,6 +36,12 @@ _HTTP_REQUEST = re.compile(rb"(GET|HEAD|POST|PUT|DELETE|CONNECT|OPTIONS|TRACE|PA
 class ByteSource(Protocol):
     async def read(self, limit: int) -> bytes:
         """Up to ``limit`` bytes, at least one; ``b""`` at the end of input."""
+        ...
+
+    async def fill(self, buffer: memoryview) -> int:
+        """Fill ``buffer`` whole, fewer bytes only at the end of input; how many came.
+        A body's length is known, so it is read in one go, not a pipe's 64 KiB at a time
+        with a trip through the event loop for each."""
         ...
 
 
@@ -135,13 +143,9 @@ class FrameReader:
         have = min(len(self._buf), length)
         body[:have] = self._buf[:have]
         del self._buf[:have]
-        while have < length:
-            chunk = await self._source.read(min(READ_CHUNK, length - have))
-            if not chunk:
-                return None
-            body[have : have + len(chunk)] = chunk
-            have += len(chunk)
-        return body
+        if have < length:
+            have += await self._source.fill(memoryview(body)[have:])
+        return body if have == length else None
 
     async def skip(self, length: int) -> bool:
         """Pass over ``length`` bytes of input without keeping them; False at the end."""
@@ -167,6 +171,16 @@ class StreamSource:
         except (ConnectionError, OSError):
             return b""
 
+    async def fill(self, buffer: memoryview) -> int:
+        have = 0
+        while have < len(buffer):
+            chunk = await self.read(min(READ_CHUNK, len(buffer) - have))
+            if not chunk:
+                break
+            buffer[have : have + len(chunk)] = chunk
+            have += len(chunk)
+        return have
+
 
 class FdSource:
     """A file descriptor (stdin) read by a daemon thread of its own.
@@ -179,40 +193,89 @@ class FdSource:
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._asks: queue.SimpleQueue[tuple[int, asyncio.Future[bytes]]] = queue.SimpleQueue()
+        _widen_pipe(fd)
+        self._asks: queue.SimpleQueue[_Ask] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._ended = False
 
     async def read(self, limit: int) -> bytes:
+        data = await self._ask(limit)
+        assert isinstance(data, bytes)
+        return data
+
+    async def fill(self, buffer: memoryview) -> int:
+        count = await self._ask(buffer)
+        assert isinstance(count, int)
+        return count
+
+    async def _ask(self, what: int | memoryview) -> bytes | int:
         if self._ended:
-            return b""
+            return b"" if isinstance(what, int) else 0
+        wanted = what if isinstance(what, int) else len(what)
         loop = asyncio.get_running_loop()
-        answer: asyncio.Future[bytes] = loop.create_future()
+        answer: asyncio.Future[bytes | int] = loop.create_future()
         if self._thread is None:
             self._thread = threading.Thread(
                 target=self._run, args=(loop,), name="hdcontext-stdin", daemon=True
             )
             self._thread.start()
-        self._asks.put((limit, answer))
-        data = await answer
-        self._ended = not data
-        return data
+        self._asks.put((what, answer))
+        del what
+        got = await answer
+        self._ended = not got or (isinstance(got, int) and got < wanted)
+        return got
 
     def _run(self, loop: asyncio.AbstractEventLoop) -> None:
         while True:
-            limit, answer = self._asks.get()
+            what, answer = self._asks.get()
+            got: bytes | int
+            if isinstance(what, int):
+                try:
+                    got = os.read(self._fd, what)
+                except OSError:
+                    got = b""
+                ended = not got
+            else:
+                got = self._fill(what)
+                ended = got < len(what)
+            del what  # the buffer's owner resizes it once it has the answer: no export left
             try:
-                data = os.read(self._fd, limit)
-            except OSError:
-                data = b""
-            try:
-                loop.call_soon_threadsafe(_settle, answer, data)
+                loop.call_soon_threadsafe(_settle, answer, got)
             except RuntimeError:  # the loop is closed: nobody is reading any more
                 return
-            if not data:
+            if ended:
                 return
 
+    def _fill(self, buffer: memoryview) -> int:
+        have = 0
+        while have < len(buffer):
+            try:
+                count = os.readv(self._fd, [buffer[have:]])
+            except OSError:
+                break
+            if count == 0:
+                break
+            have += count
+        return have
 
-def _settle(answer: asyncio.Future[bytes], data: bytes) -> None:
+
+PIPE_BYTES = 1 << 20
+"""The pipe buffer asked for on stdin (Linux; at most ``/proc/sys/fs/pipe-max-size``)."""
+
+
+def _widen_pipe(fd: int) -> None:
+    """A pipe holds 64 KiB by default, so a client's 3 MB resend crosses it in fifty turns of
+    the two processes; one of 1 MiB takes four."""
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if set_size is None:
+        return
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, set_size, PIPE_BYTES)
+
+
+_Ask = tuple[int | memoryview, "asyncio.Future[bytes | int]"]
+
+
+def _settle(answer: asyncio.Future[bytes | int], data: bytes | int) -> None:
     if not answer.done():
         answer.set_result(data)

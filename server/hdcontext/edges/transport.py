@@ -37,7 +37,7 @@ from pygls.io_ import StdoutWriter
 
 from . import memory
 from .claims import CLAIMS
-from .decode import Incoming, MsgId, Refused, decode
+from .decode import Incoming, MsgId, Refused
 from .framing import (
     BadHeader,
     Body,
@@ -47,6 +47,7 @@ from .framing import (
     HttpRequest,
     TooLarge,
 )
+from .resent import Resends
 from .server import METHODS, HdServer, build_server
 from .wire import (
     INVALID_REQUEST,
@@ -80,6 +81,7 @@ class Connection:
         self._authorized = token is None
         limit = max_body if self._authorized else min(max_body, UNAUTHORIZED_MAX_BYTES)
         self._reader = FrameReader(source, limit)
+        self._resends = Resends()
 
     @property
     def _tcp(self) -> bool:
@@ -114,7 +116,7 @@ class Connection:
                 if self._tcp or not await self._reader.skip(frame.length):
                     return 0
                 continue
-            code = self._take(decode(frame.data))
+            code = self._take(self._resends.decode(frame.data))
             if code is not None:
                 return code
 

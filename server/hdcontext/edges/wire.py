@@ -165,13 +165,14 @@ def parse_entries_param(raw: list[Any]) -> list[IContent]:
         raise invalid_params(exc.errors) from None
 
 
-def parse_entries_from(raw: list[Any], start: int) -> list[IContent]:
-    """``raw[start:]`` as entries, errors naming each path in the whole array."""
+def parse_entries_from(raw: list[Any], first: int) -> list[IContent]:
+    """``raw`` as entries, where ``raw[0]`` is entry ``first`` of the array the client sent:
+    errors name each path in that whole array."""
     entries: list[IContent] = []
     problems: list[str] = []
-    for index in range(start, len(raw)):
+    for index, value in enumerate(raw, start=first):
         try:
-            entries.append(parse_entry(raw[index], path=f"entries[{index}]"))
+            entries.append(parse_entry(value, path=f"entries[{index}]"))
         except ContentError as exc:
             problems.extend(exc.errors)
     if problems:

@@ -1,0 +1,305 @@
+"""A conversation resent whole: the part a client sent before is not parsed again.
+
+``history/sync`` clients resend the whole conversation on every call. Parsing, checking and
+digesting every entry of it each time made a sync of a 3 MB conversation 7× as slow as one of
+0.3 MB, though only the last turn was new. A client that resends writes the same bytes for the
+same entries, so each connection keeps, for the sessions it synced last, the bytes of the
+entries array it sent (from ``[`` through the last entry) and the digest of each of those
+entries. When a new body holds those bytes where its entries array starts, they are cut out
+before parsing: the body that is decoded holds only the rest of the message and the new
+entries, and the known part costs one comparison of bytes.
+
+It cannot be fooled into taking other entries for known ones. The cut bytes are replaced by a
+marker object holding a random nonce that the connection never sends; the body counts as a
+resend only when, decoded, its ``params.entries`` begins with that marker. The known bytes
+then stood at the start of that array, and as JSON parses the same bytes from the same start
+the same way, the entries they stand for are exactly the ones the record holds. Anything else
+(the marker elsewhere, a refused body) is decoded whole, as if nothing had been kept, and says
+what is wrong with the whole array. A record is kept only after its sync succeeded, and only
+after checking that the bytes it keeps were that message's entries array.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic_core import from_json
+
+from ..core.sync import entry_digest
+from .decode import Incoming, Refused, decode
+
+MIN_BYTES = 64 * 1024
+"""Smaller bodies are decoded whole: that is already fast, and not worth a record."""
+MAX_RECORDS = 8
+"""Sessions a connection keeps a record for (the ones it synced last)."""
+MAX_RECORD_BYTES = 256 * 1024 * 1024
+"""All records of a connection together; the oldest go first."""
+_TRIES = 3
+"""``"entries"`` keys looked at in a body (the first is the one, unless an entry's content
+holds such a key and comes first)."""
+
+_SYNC = b'"history/sync"'
+_KEY = b'"entries"'
+_BLANKS = b" \t\r\n"
+_BLANK_TEXT = re.compile(r"[ \t\r\n]*")
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """Entries a client sent in a sync that succeeded: their bytes and digests."""
+
+    body: bytes | bytearray
+    """The body they came in (kept whole rather than copied out of it)."""
+    start: int
+    stop: int
+    """``body[start:stop]`` is the entries array, from ``[`` through the last entry (no
+    closing bracket)."""
+    digests: tuple[bytes, ...]
+
+    @property
+    def head(self) -> memoryview:
+        return memoryview(self.body)[self.start : self.stop]
+
+
+class Conversation(list[Any]):
+    """``params.entries`` of a ``history/sync`` as its handler reads it. Its items are the
+    entries that were parsed (all of them, or the ones after a record's); the handler asks
+    for the digests of all entries, for the entries from some index on, and, once the sync
+    has succeeded, ``settle``s it (which keeps a record for the next resend). A list, so that
+    the parameters validate as the protocol says; no client can send one over JSON."""
+
+    def __init__(
+        self,
+        parsed: list[Any],
+        known: Record | None = None,
+        span: tuple[bytes | bytearray, int, int] | None = None,
+        keep: Callable[[Record], None] | None = None,
+    ) -> None:
+        super().__init__(parsed)
+        self._known = known
+        self._span = span
+        self._keep = keep
+
+    @property
+    def known(self) -> int:
+        """Entries that came as a record's bytes (not parsed this time)."""
+        return 0 if self._known is None else len(self._known.digests)
+
+    @property
+    def total(self) -> int:
+        """All entries of the conversation."""
+        return self.known + len(self)
+
+    def digests(self) -> list[bytes]:
+        known = [] if self._known is None else list(self._known.digests)
+        return known + [entry_digest(e) for e in self]
+
+    def raw_from(self, start: int) -> list[Any]:
+        """Entries ``start`` and after, as JSON values. The known ones are parsed from the
+        record's bytes only when asked for (a fork inside what the client sent before)."""
+        known = self.known
+        if start >= known:
+            return list(self[start - known :])
+        assert self._known is not None
+        earlier: list[Any] = from_json(bytes(self._known.head) + b"]")
+        return earlier[start:] + list(self)
+
+    def settle(self, digests: Sequence[bytes]) -> None:
+        """The sync succeeded with these digests (``digests()``): keep the record."""
+        if self._keep is not None and self._span is not None and len(digests) == self.total:
+            self._keep(Record(*self._span, tuple(digests)))
+
+
+class Resends:
+    """One connection's records, by session, and the decoding that uses them."""
+
+    def __init__(self) -> None:
+        self._records: OrderedDict[str, Record] = OrderedDict()
+        nonce = secrets.token_hex(16)
+        self._marker = {"\u0000hdcontext-known": nonce}
+        self._marker_bytes = b"[" + json.dumps(self._marker).encode("ascii")
+
+    def decode(self, body: bytearray) -> Incoming | Refused:
+        """``decode.decode`` of one body; a ``history/sync`` request's ``params.entries``
+        becomes a ``Conversation``. The body is cleared, as there, unless a record may keep
+        it."""
+        if len(body) < MIN_BYTES or body.find(_SYNC) < 0:
+            return decode(body)
+        for session_id, record in reversed(self._records.items()):
+            known = self._known(body, record)
+            if known is not None:
+                self._records.move_to_end(session_id)
+                return known
+        whole = bytes(body)
+        item = decode(body)
+        if _is_sync(item):
+            assert isinstance(item, Incoming)
+            self._wrap_whole(item, whole)
+        return item
+
+    def _known(self, body: bytearray, record: Record) -> Incoming | None:
+        """The body decoded with ``record``'s entries cut out, if it starts its entries with
+        them; else None. The body is kept (not cleared): it is the next record's."""
+        head = record.head
+        start = _array_start(body, head)
+        if start is None:
+            return None
+        stop = start + len(head)
+        cut = bytearray(body[:start])
+        cut += self._marker_bytes
+        cut += body[stop:]
+        item = decode(cut)
+        if not _is_sync(item):
+            return None
+        assert isinstance(item, Incoming)
+        params = item.message["params"]
+        entries = params["entries"]
+        if not entries or type(entries[0]) is not dict or entries[0] != self._marker:
+            return None
+        close = _array_close(bytes(body[stop:]), first=False)
+        span = None
+        if close is not None:
+            end = len(bytes(body[stop : stop + close]).rstrip(_BLANKS))
+            span = (body, start, stop + end)
+        params["entries"] = Conversation(
+            entries[1:], record, span, self._keeper(params.get("sessionId"))
+        )
+        return item
+
+    def _wrap_whole(self, item: Incoming, whole: bytes) -> None:
+        params = item.message["params"]
+        entries = params["entries"]
+        span = _entries_span(whole, len(entries), self._marker, self._marker_bytes)
+        params["entries"] = Conversation(entries, None, span, self._keeper(params.get("sessionId")))
+
+    def _keeper(self, session_id: object) -> Callable[[Record], None] | None:
+        if not isinstance(session_id, str):
+            return None
+
+        def keep(record: Record) -> None:
+            self._records.pop(session_id, None)
+            self._records[session_id] = record
+            total = sum(len(r.body) for r in self._records.values())
+            while len(self._records) > MAX_RECORDS or total > MAX_RECORD_BYTES:
+                _, dropped = self._records.popitem(last=False)
+                total -= len(dropped.body)
+
+        return keep
+
+
+def conversation(params: object) -> Conversation:
+    """``params.entries`` of a sync as a ``Conversation`` (a plain list when the body was
+    too small for a record, or came another way)."""
+    entries = params.get("entries") if isinstance(params, dict) else None
+    if isinstance(entries, Conversation):
+        return entries
+    return Conversation(entries if isinstance(entries, list) else [])
+
+
+def _is_sync(item: Incoming | Refused) -> bool:
+    if not isinstance(item, Incoming) or item.kind != "request":
+        return False
+    params = item.message.get("params")
+    return (
+        item.method == "history/sync"
+        and isinstance(params, dict)
+        and isinstance(params.get("entries"), list)
+    )
+
+
+def _skip_blanks(data: bytes | bytearray, at: int) -> int:
+    while at < len(data) and data[at] in _BLANKS:
+        at += 1
+    return at
+
+
+def _array_start(body: bytearray, head: memoryview) -> int | None:
+    """Where ``head`` stands in ``body`` as the value of an ``"entries"`` key, followed by
+    another entry or the array's end."""
+    at = body.find(_KEY)
+    for _ in range(_TRIES):
+        if at < 0:
+            return None
+        colon = _skip_blanks(body, at + len(_KEY))
+        if colon < len(body) and body[colon] == ord(":"):
+            start = _skip_blanks(body, colon + 1)
+            if body.startswith(head, start):
+                after = _skip_blanks(body, start + len(head))
+                if after < len(body) and body[after] in b",]":
+                    return start
+        at = body.find(_KEY, at + 1)
+    return None
+
+
+def _array_close(rest: bytes, first: bool) -> int | None:
+    """Byte offset in ``rest`` of the ``]`` closing an array whose elements ``rest``
+    continues (``first``: ``rest`` starts right after the ``[``; else right after an
+    element). None when that cannot be read (the record is then not renewed)."""
+    try:
+        text = rest.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    decoder = json.JSONDecoder()
+    at = _BLANK_TEXT.match(text, 0).end()  # type: ignore[union-attr]
+    expect_value = first
+    try:
+        while at < len(text):
+            if expect_value:
+                if first and text[at] == "]":
+                    return None  # an empty array: nothing to keep
+                _, at = decoder.raw_decode(text, at)
+                expect_value = first = False
+            elif text[at] == ",":
+                at += 1
+                expect_value = True
+            elif text[at] == "]":
+                return len(text[:at].encode("utf-8"))
+            else:
+                return None
+            at = _BLANK_TEXT.match(text, at).end()  # type: ignore[union-attr]
+    except (ValueError, RecursionError):
+        return None
+    return None
+
+
+def _entries_span(
+    whole: bytes, count: int, marker: dict[str, str], marker_bytes: bytes
+) -> tuple[bytes, int, int] | None:
+    """Where a decoded sync's entries array stands in its body, through its last entry,
+    once it is certain that they are that array: a body with them replaced by the marker
+    alone must decode to ``params.entries == [marker]``."""
+    at = whole.find(_KEY)
+    for _ in range(_TRIES):
+        if at < 0 or not count:
+            return None
+        colon = _skip_blanks(whole, at + len(_KEY))
+        if colon < len(whole) and whole[colon] == ord(":"):
+            start = _skip_blanks(whole, colon + 1)
+            if start < len(whole) and whole[start] == ord("["):
+                close = _array_close(whole[start + 1 :], first=True)
+                if close is not None:
+                    close += start + 1
+                    if _verified(whole, start, close, marker, marker_bytes):
+                        stop = len(whole[start:close].rstrip(_BLANKS)) + start
+                        return whole, start, stop
+        at = whole.find(_KEY, at + 1)
+    return None
+
+
+def _verified(
+    whole: bytes, start: int, close: int, marker: dict[str, str], marker_bytes: bytes
+) -> bool:
+    probe = bytearray(whole[:start])
+    probe += marker_bytes
+    probe += whole[close:]
+    item = decode(probe)
+    if not _is_sync(item):
+        return False
+    assert isinstance(item, Incoming)
+    return bool(item.message["params"]["entries"] == [marker])
