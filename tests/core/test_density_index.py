@@ -59,6 +59,7 @@ RESULTS: tuple[JsonValue, ...] = (
     "<returncode>0</returncode>",
     {"returncode": 2, "stdout": ""},
     PRUNED_POINTER,
+    "The file was updated. A snippet of it:\n" + "   7\u2192    return a + b\n" * 6,
 )
 TOOLS = (
     "read_file",
