@@ -70,6 +70,7 @@ TOOLS = (
     "bash",
     "bash",
     "grep",
+    "todo_write",
 )
 READ_TOOLS = frozenset({"read_file", "read_many_files"})
 WRITE_TOOLS = frozenset({"write_file", "replace"})

@@ -1,10 +1,11 @@
-"""What writes leave behind, with the latest views kept (density/write_echoes.py and the
-covered inputs of density/stale_reads.py).
+"""What writes leave behind, with the latest views kept (density/write_echoes.py,
+density/todo_lists.py and the covered inputs of density/stale_reads.py).
 
 An edit tool's echo of the lines it changed is cut to its first line once the model has
 answered after it; a write's own content (an edit's old and new text, a whole file) becomes a
-pointer once a later whole view of the file shows it. Neither ever takes the latest view of a
-file, and the seeds' rule (``keep_latest_view`` off) does neither.
+pointer once a later whole view of the file shows it; a todo list, once a later todo call
+carries the list. None ever takes the latest view of a file or the latest list, and the seeds'
+rule (``keep_latest_view`` off) does none of it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import dataclasses
 
 from pydantic import JsonValue
 
-from hdcontext.core.compression.tool_summary import INPUT_POINTER
+from hdcontext.core.compression.tool_summary import INPUT_POINTER, TODO_POINTER
 from hdcontext.core.content import IContent, ToolCallBlock, ToolResponseBlock
 from hdcontext.core.density.optimize import optimize
 from hdcontext.core.density.types import DensityConfig, DensityResult
@@ -141,3 +142,28 @@ def test_an_edit_with_no_later_whole_view_keeps_its_text() -> None:
     assert _parameters_of(history, result, "e1") == EDIT
     assert _parameters_of(history, result, "e2") == EDIT
     assert optimize(history, SEEDS).removals  # the seeds' rule drops the read instead
+
+
+def todo(cid: str, *items: str) -> list[IContent]:
+    todos: list[JsonValue] = [
+        {"id": str(n), "content": item, "status": "pending"} for n, item in enumerate(items)
+    ]
+    return [
+        ai_call(cid, "TodoWrite", {"todos": todos}),
+        tool_result(cid, "TodoWrite", "Todos have been modified successfully."),
+    ]
+
+
+def test_only_the_latest_todo_list_keeps_its_items() -> None:
+    history = [
+        *todo("t1", "read the code"),
+        *todo("t2", "read the code", "fix the total"),
+        ai_text("working on it"),
+        *todo("t3", "fix the total", "run the tests"),
+    ]
+    result = optimize(history, KEEP)
+    assert _parameters_of(history, result, "t1") == {"pruned": TODO_POINTER}
+    assert _parameters_of(history, result, "t2") == {"pruned": TODO_POINTER}
+    latest = _parameters_of(history, result, "t3")
+    assert isinstance(latest, dict) and len(latest["todos"]) == 2  # type: ignore[arg-type]
+    assert optimize(history, SEEDS).replacements == {}

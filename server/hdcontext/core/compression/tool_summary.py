@@ -64,6 +64,18 @@ def covered_parameters(parameters: JsonValue) -> JsonValue:
     return kept
 
 
+TODO_POINTER = "[pruned: a later todo list replaced this one]"
+"""What stands for a todo call's list once a later todo call carries the list
+(``density/todo_lists.py``)."""
+
+
+def without_todo_list(parameters: JsonValue) -> JsonValue:
+    """A todo call's parameters with the list replaced by ``TODO_POINTER``."""
+    if parameters == {"pruned": TODO_POINTER}:
+        return parameters
+    return {"pruned": TODO_POINTER}
+
+
 MAX_DETAIL_CHARS = 120
 
 _SUMMARY = re.compile(r"\[[^\n]* — (?:success, \d+ lines?|error: [^\n]*)\]")

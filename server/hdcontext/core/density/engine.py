@@ -22,6 +22,7 @@ from .inclusions import FileDedupPass
 from .passes import DensityPass, PassContext
 from .recency import RecencyPass
 from .stale_reads import StaleRead, StaleReadPass
+from .todo_lists import TodoListPass
 from .types import DensityConfig, DensityResult
 from .write_echoes import WriteEchoPass
 
@@ -38,6 +39,7 @@ def passes_for(config: DensityConfig) -> list[DensityPass]:
         # A tool that also reads (a view command) shows content, not an echo: not trimmed.
         echoing = config.write_tools - config.read_tools
         out.append(WriteEchoPass(echoing, config.retrieve_tool))
+        out.append(TodoListPass())
     if config.file_dedupe:
         out.append(FileDedupPass(config.workspace_root))
     if config.recency_pruning:
