@@ -115,6 +115,7 @@ def replay_peer(transcript: Transcript, policy: Policy) -> Replayed:
     out = Replayed()
     cleared: set[Result] = set()
     previous_len = 0
+    previous_per_entry: list[int] = []
     previous_at: int | None = None
     clock = 0
     changed_from: int | None = None
@@ -141,6 +142,8 @@ def replay_peer(transcript: Transcript, policy: Policy) -> Replayed:
         out.tokens += tokens
         out.peak = max(out.peak, tokens)
         out.prefix_breaks += shared < previous_len
+        if warm:
+            out.lost += sum(previous_per_entry[shared:previous_len])
         edited = _edited_files(entries[i])
         if edited:
             out.edits += len(edited)
@@ -148,6 +151,7 @@ def replay_peer(transcript: Transcript, policy: Policy) -> Replayed:
             sent = _viewed_files(_request(entries[:i], cleared))
             out.blind += sum(1 for f in edited if f in seen and f not in sent)
         previous_len, previous_at, changed_from = i, clock, None
+        previous_per_entry = per_entry
     return out
 
 

@@ -9,7 +9,8 @@ replay with every density rule off is the reference.
 
 Figures per settings row: tokens sent, the cost under Anthropic's and OpenAI's prices (both
 relative to density off), the sessions dearer than density off, prefix breaks (calls whose
-request did not start with the previous request), blind edits (an ``Edit``/``MultiEdit`` of a
+request did not start with the previous request) and the cached tokens they lost (those of
+the previous request after the break, which the provider then writes again), blind edits (an ``Edit``/``MultiEdit`` of a
 file that the full history had a view of, a successful ``Read`` or a whole ``Write``, while the
 request held none), the largest request, and compressions.
 
@@ -64,6 +65,8 @@ class Replayed:
     tokens: int = 0
     cost: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PRICES, 0.0))
     prefix_breaks: int = 0
+    lost: int = 0
+    """Tokens the provider held in its cache that a break made it write again."""
     edits: int = 0
     blind: int = 0
     peak: int = 0
@@ -88,6 +91,7 @@ async def replay(transcript: Transcript, settings: Mapping[str, object]) -> Repl
     session.model = MODEL
     out = Replayed()
     previous: list[bytes] = []
+    previous_tokens: list[int] = []
     previous_at: int | None = None
     appended = 0
     clock = 0
@@ -115,6 +119,8 @@ async def replay(transcript: Transcript, settings: Mapping[str, object]) -> Repl
         out.tokens += total
         out.peak = max(out.peak, total)
         out.prefix_breaks += shared < len(previous)
+        if warm:
+            out.lost += sum(previous_tokens[shared:])
         out.compressions += result.compression is not None
         edited = _edited_files(entries[i])
         if edited:
@@ -122,7 +128,7 @@ async def replay(transcript: Transcript, settings: Mapping[str, object]) -> Repl
             seen = _viewed_files(entries[:i])
             sent = _viewed_files(list(result.history))
             out.blind += sum(1 for f in edited if f in seen and f not in sent)
-        previous, previous_at = request, clock
+        previous, previous_tokens, previous_at = request, tokens, clock
     return out
 
 
@@ -199,6 +205,7 @@ def summarize(sessions: Sequence[Transcript], rows: Mapping[str, list[Replayed]]
             "dearer_1pct": sum(1 for x in ratios if x > 1.01),
             "worst": max(ratios, default=1.0),
             "prefix_breaks": sum(r.prefix_breaks for r in results),
+            "lost": sum(r.lost for r in results),
             "edits": edits,
             "blind": sum(r.blind for r in results),
             "peak": max((r.peak for r in results), default=0),

@@ -59,6 +59,7 @@ RESULTS: tuple[JsonValue, ...] = (
     "<returncode>0</returncode>",
     {"returncode": 2, "stdout": ""},
     PRUNED_POINTER,
+    "The file was updated. A snippet of it:\n" + "   7\u2192    return a + b\n" * 6,
 )
 TOOLS = (
     "read_file",
@@ -69,6 +70,7 @@ TOOLS = (
     "bash",
     "bash",
     "grep",
+    "todo_write",
 )
 READ_TOOLS = frozenset({"read_file", "read_many_files"})
 WRITE_TOOLS = frozenset({"write_file", "replace"})

@@ -103,6 +103,11 @@ def _tool_key(name: str) -> str:
     return name.replace("_", "").replace("-", "").lower()
 
 
+def is_todo_write(name: str) -> bool:
+    """Whether a tool is an agent's todo writer (each call carries the whole list)."""
+    return _tool_key(name) == _TODO_WRITE_KEY
+
+
 def _todos_from_parameters(parameters: object) -> list[Todo] | None:
     """The todos of one todo-write call, or None when the model's parameters are unusable."""
     if not isinstance(parameters, Mapping):

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pydantic import JsonValue
 
 from ..content import ToolCallBlock, ToolResponseBlock
-from ..tools import key_parameter
+from ..tools import MULTI_PATH_KEYS, PATH_KEYS, key_parameter
 
 PRUNED_POINTER = "[Result pruned — re-run tool to retrieve]"
 """REQ-HD-007.2: what recency pruning leaves in place of a result."""
@@ -47,6 +47,34 @@ def is_pruned(result: JsonValue) -> bool:
 DISK_POINTER = "[File changed on disk after this read — read it again for its current content]"
 """What a read's output becomes when the file changed outside the history after it and no
 later view of the file is in the history (DESIGN.md decision 11)."""
+
+INPUT_POINTER = "[pruned: a later view of this file in the conversation shows its content]"
+"""What stands for a write call's content (an edit's old and new text, a whole file) once a
+later whole view of the file is in the history (``density/stale_reads.py``)."""
+
+
+def covered_parameters(parameters: JsonValue) -> JsonValue:
+    """A write call's parameters with only what names its files, and ``INPUT_POINTER``."""
+    if not isinstance(parameters, dict):
+        return parameters
+    kept: dict[str, JsonValue] = {
+        k: parameters[k] for k in (*PATH_KEYS, *MULTI_PATH_KEYS) if k in parameters
+    }
+    kept["pruned"] = INPUT_POINTER
+    return kept
+
+
+TODO_POINTER = "[pruned: a later todo list replaced this one]"
+"""What stands for a todo call's list once a later todo call carries the list
+(``density/todo_lists.py``)."""
+
+
+def without_todo_list(parameters: JsonValue) -> JsonValue:
+    """A todo call's parameters with the list replaced by ``TODO_POINTER``."""
+    if parameters == {"pruned": TODO_POINTER}:
+        return parameters
+    return {"pruned": TODO_POINTER}
+
 
 MAX_DETAIL_CHARS = 120
 

@@ -22,7 +22,9 @@ from .inclusions import FileDedupPass
 from .passes import DensityPass, PassContext
 from .recency import RecencyPass
 from .stale_reads import StaleRead, StaleReadPass
+from .todo_lists import TodoListPass
 from .types import DensityConfig, DensityResult
+from .write_echoes import WriteEchoPass
 
 
 def passes_for(config: DensityConfig) -> list[DensityPass]:
@@ -33,6 +35,11 @@ def passes_for(config: DensityConfig) -> list[DensityPass]:
         out.append(StaleReadPass(config))
     elif config.keep_latest_view and config.recency_pruning:
         out.append(StaleReadPass(config, prune=False))  # it knows which outputs are views
+    if config.read_write_pruning and config.keep_latest_view:
+        # A tool that also reads (a view command) shows content, not an echo: not trimmed.
+        echoing = config.write_tools - config.read_tools
+        out.append(WriteEchoPass(echoing, config.retrieve_tool))
+        out.append(TodoListPass())
     if config.file_dedupe:
         out.append(FileDedupPass(config.workspace_root))
     if config.recency_pruning:

@@ -31,7 +31,7 @@ from enum import Enum
 from operator import itemgetter
 from typing import TypeVar
 
-from ..compression.tool_summary import DISK_POINTER
+from ..compression.tool_summary import DISK_POINTER, covered_parameters
 from ..content import IContent, ToolCallBlock, ToolResponseBlock
 from ..shell import command_of, cwd_of
 from ..tools import extract_path, path_parameters, resolve_path
@@ -135,6 +135,8 @@ class StaleReadPass:
         self._fates: dict[str, Fate] = {}
         self._protected: set[str] = set()
         self._point_edits: dict[str, Edit] = {}
+        self._covered: set[str] = set()  # write calls a later whole view of their files covers
+        self._input_edits: dict[str, Edit | None] = {}
         self._dirty_ids: set[str] = set()
         self._recheck: set[str] = set()
 
@@ -202,6 +204,10 @@ class StaleReadPass:
         if not self._prune:
             return []
         edits: list[Edit] = []
+        for call_id in sorted(self._covered):
+            covered = self._input_edit(call_id, context)
+            if covered is not None:
+                edits.append(covered)
         for call_id, fate in self._fates.items():
             if fate is Fate.DROP:
                 positions = [self._facts[call_id].position]
@@ -237,6 +243,21 @@ class StaleReadPass:
             edit = self._point_edits[call_id] = Edit(self.rule, tuple(blocks))
         return edit
 
+    def _input_edit(self, call_id: str, context: PassContext) -> Edit | None:
+        """A covered write's call with only its path parameters and a pointer (None when it
+        holds no more than that already)."""
+        if call_id not in self._input_edits:
+            key, j = self._facts[call_id].position
+            block = context.entry_of(key).blocks[j]
+            assert isinstance(block, ToolCallBlock)
+            parameters = covered_parameters(block.parameters)
+            edit = None
+            if parameters != block.parameters:
+                pointed = block.model_copy(update={"parameters": parameters})
+                edit = Edit(self.rule, (BlockEdit(key, j, pointed),))
+            self._input_edits[call_id] = edit
+        return self._input_edits[call_id]
+
     def settle(self, context: PassContext) -> None:
         """Bring the facts up to date with the entries and the ledger given so far."""
         self._set_ledger(context.ledger)
@@ -249,6 +270,7 @@ class StaleReadPass:
         self._recheck = set()
         for call_id in ids:
             self._point_edits.pop(call_id, None)
+            self._input_edits.pop(call_id, None)
             old = self._facts.get(call_id)
             new = self._facts_of(call_id, stamp_of)
             if new == old:
@@ -265,6 +287,8 @@ class StaleReadPass:
         for path in files:
             self._summarize(path)
             recheck.update(self._readers.get(path, ()))
+            if self._keep_view:
+                recheck.update(self._writers.get(path, ()))
         for call_id in recheck:
             self._judge(call_id)
 
@@ -310,7 +334,10 @@ class StaleReadPass:
         self._fates.pop(call_id, None)
         self._protected.discard(call_id)
         self._point_edits.pop(call_id, None)
+        self._covered.discard(call_id)
         facts = self._facts.get(call_id)
+        if facts is not None and self._keep_view and self._input_covered(facts):
+            self._covered.add(call_id)
         if facts is None or not facts.is_read or not facts.reads:
             return
         if not self._keep_view:
@@ -331,6 +358,17 @@ class StaleReadPass:
                 return
         if facts.viewed and not all(covered):
             self._protected.add(call_id)
+
+    def _input_covered(self, facts: _Facts) -> bool:
+        """A write tool's call whose every file has a later whole view: what its parameters
+        carry (the old and new text of an edit, a whole file) is shown there as it is now."""
+        if facts.is_read or not facts.writes or facts.name not in self._config.write_tools:
+            return False
+        position = facts.position
+        return all(
+            (last := self._last_full.get(path)) is not None and last > position
+            for path in facts.writes
+        )
 
     def _superseded(self, path: str, span: Span, read: _Facts) -> bool:
         """A later view of ``path`` shows everything ``read`` showed of it."""

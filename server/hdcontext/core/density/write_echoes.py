@@ -1,0 +1,104 @@
+"""Write echoes: what an edit tool shows back, once the model has read it.
+
+Claude Code's ``Edit`` answers with the lines around the change, numbered (``cat -n``), and its
+``Write`` of an existing file with the file; other agents' edit tools do the same or less. The
+model reads that once, in the call right after the edit, to check the change. After it has
+answered, the echo only repeats its own edit; on the real sessions here, write results are 9%
+of the tokens every request carries, call after call (``bench/ceiling.py``). So the result of
+a successful write becomes its first line (the tool saying what it did) and a pointer to the
+rest, once an AI entry follows it. The model's own
+call (``old_string``, ``new_string``) stays, and the latest full view of the file is untouched:
+no edit is made blind by this.
+
+The pass keeps the write responses whose result is still more than one line, and the keys of
+the AI entries; a trimmed result is one line, so it leaves the index when the edit is applied.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_left, insort
+
+from ..content import IContent, ToolResponseBlock
+from .edits import BlockEdit, Edit, Position, Rule
+from .passes import PassContext
+
+MAX_FIRST_LINE = 200
+"""A first line longer than this is cut too (it is the tool's message, not content)."""
+MIN_REST_CHARS = 80
+"""A rest shorter than this is left alone: not worth a change of the history."""
+
+
+def trimmed_echo(result: str, call_id: str, retrieve_tool: str | None) -> str:
+    """The first line of a write's result, and a pointer to the rest (one line)."""
+    first = result.lstrip().split("\n", 1)[0].rstrip()
+    if len(first) > MAX_FIRST_LINE:
+        first = first[:MAX_FIRST_LINE] + "…"
+    if retrieve_tool:
+        how = f"call {retrieve_tool} with callId {json.dumps(call_id)} to get it back"
+    else:
+        how = "read the file for its current content"
+    return f"{first} [the rest of this output, already read, was pruned — {how}]"
+
+
+def is_echo(block: ToolResponseBlock, write_tools: frozenset[str]) -> bool:
+    """A successful write's result with more than its first line."""
+    if block.tool_name not in write_tools or block.error or not isinstance(block.result, str):
+        return False
+    rest = block.result.strip().partition("\n")[2]
+    return len(rest) >= MIN_REST_CHARS
+
+
+class WriteEchoPass:
+    rule: Rule = "readWrite"
+
+    def __init__(self, write_tools: frozenset[str], retrieve_tool: str | None = None) -> None:
+        self._write_tools = write_tools
+        self._retrieve_tool = retrieve_tool
+        self._echoes: set[Position] = set()
+        self._ai: list[int] = []  # keys of AI entries, in order
+        self._edits: dict[Position, Edit] = {}
+
+    def add(self, key: int, entry: IContent) -> None:
+        if entry.speaker == "ai":
+            insort(self._ai, key)
+        for j, block in enumerate(entry.blocks):
+            if isinstance(block, ToolResponseBlock) and is_echo(block, self._write_tools):
+                self._echoes.add((key, j))
+
+    def remove(self, key: int, entry: IContent) -> None:
+        if entry.speaker == "ai":
+            del self._ai[bisect_left(self._ai, key)]
+        for j in range(len(entry.blocks)):
+            self._echoes.discard((key, j))
+            self._edits.pop((key, j), None)
+
+    def protected(self) -> frozenset[Position]:
+        return frozenset()
+
+    def propose(self, context: PassContext) -> list[Edit]:
+        """One edit per echo an AI entry follows (not one an earlier pass drops)."""
+        if not self._ai:
+            return []
+        last_ai = self._ai[-1]
+        dropped = {
+            (b.key, b.block) for edit in context.earlier for b in edit.blocks if b.new is None
+        }
+        return [
+            self._edit(position, context)
+            for position in sorted(self._echoes)
+            if position[0] < last_ai
+            and position not in dropped
+            and position not in context.protected
+        ]
+
+    def _edit(self, position: Position, context: PassContext) -> Edit:
+        edit = self._edits.get(position)
+        if edit is None:
+            key, j = position
+            block = context.entry_of(key).blocks[j]
+            assert isinstance(block, ToolResponseBlock) and isinstance(block.result, str)
+            result = trimmed_echo(block.result, block.call_id, self._retrieve_tool)
+            trimmed = block.model_copy(update={"result": result})
+            edit = self._edits[position] = Edit(self.rule, (BlockEdit(key, j, trimmed),))
+        return edit
