@@ -181,3 +181,12 @@ async def test_a_bad_entry_after_known_ones_is_named_by_its_place_and_appends_no
         assert len(got["entries"]) == len(BIG)
         good = await d.call("history/sync", {"sessionId": "chat", "entries": bad[:3]})
         assert (good["appended"], good["forkedAt"]) == (1, None)
+
+
+def test_a_record_is_kept_when_other_parameters_follow_the_entries() -> None:
+    resends = Resends()
+    first = _entries(resends.decode(_body(BIG, tags=["b"], note="]")))
+    first.settle(first.digests())
+    more = [*BIG, text("human", "next")]
+    again = _entries(resends.decode(_body(more, msg_id=2, tags=["b"], note="]")))
+    assert (again.known, list(again)) == (2, [text("human", "next")])

@@ -16,7 +16,7 @@ then stood at the start of that array, and as JSON parses the same bytes from th
 the same way, the entries they stand for are exactly the ones the record holds. Anything else
 (the marker elsewhere, a refused body) is decoded whole, as if nothing had been kept, and says
 what is wrong with the whole array. A record is kept only after its sync succeeded, and only
-after checking that the bytes it keeps were that message's entries array.
+after checking that the bytes it keeps parse to exactly the entries it holds the digests of.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ class Resends:
         entries = params["entries"]
         if not entries or type(entries[0]) is not dict or entries[0] != self._marker:
             return None
-        close = _array_close(bytes(body[stop:]), first=False)
+        close = _array_close(bytes(body[stop:]))
         span = None
         if close is not None:
             end = len(bytes(body[stop : stop + close]).rstrip(_BLANKS))
@@ -175,7 +175,7 @@ class Resends:
     def _wrap_whole(self, item: Incoming, whole: bytes) -> None:
         params = item.message["params"]
         entries = params["entries"]
-        span = _entries_span(whole, len(entries), self._marker, self._marker_bytes)
+        span = _entries_span(whole, entries)
         params["entries"] = Conversation(entries, None, span, self._keeper(params.get("sessionId")))
 
     def _keeper(self, session_id: object) -> Callable[[Record], None] | None:
@@ -237,69 +237,60 @@ def _array_start(body: bytearray, head: memoryview) -> int | None:
     return None
 
 
-def _array_close(rest: bytes, first: bool) -> int | None:
-    """Byte offset in ``rest`` of the ``]`` closing an array whose elements ``rest``
-    continues (``first``: ``rest`` starts right after the ``[``; else right after an
-    element). None when that cannot be read (the record is then not renewed)."""
+def _array_close(rest: bytes) -> int | None:
+    """Byte offset in ``rest`` of the ``]`` closing an array that ``rest`` continues right
+    after one of its elements. None when that cannot be read (the record is then not
+    renewed)."""
     try:
         text = rest.decode("utf-8")
     except UnicodeDecodeError:
         return None
     decoder = json.JSONDecoder()
-    at = _BLANK_TEXT.match(text, 0).end()  # type: ignore[union-attr]
-    expect_value = first
+    at = _blanks_end(text, 0)
     try:
         while at < len(text):
-            if expect_value:
-                if first and text[at] == "]":
-                    return None  # an empty array: nothing to keep
-                _, at = decoder.raw_decode(text, at)
-                expect_value = first = False
-            elif text[at] == ",":
-                at += 1
-                expect_value = True
-            elif text[at] == "]":
+            if text[at] == "]":
                 return len(text[:at].encode("utf-8"))
-            else:
+            if text[at] != ",":
                 return None
-            at = _BLANK_TEXT.match(text, at).end()  # type: ignore[union-attr]
+            _, at = decoder.raw_decode(text, _blanks_end(text, at + 1))
+            at = _blanks_end(text, at)
     except (ValueError, RecursionError):
         return None
     return None
 
 
-def _entries_span(
-    whole: bytes, count: int, marker: dict[str, str], marker_bytes: bytes
-) -> tuple[bytes, int, int] | None:
-    """Where a decoded sync's entries array stands in its body, through its last entry,
-    once it is certain that they are that array: a body with them replaced by the marker
-    alone must decode to ``params.entries == [marker]``."""
+def _blanks_end(text: str, at: int) -> int:
+    match = _BLANK_TEXT.match(text, at)
+    return at if match is None else match.end()
+
+
+def _entries_span(whole: bytes, entries: list[Any]) -> tuple[bytes, int, int] | None:
+    """Where a decoded sync's entries array stands in its body, through its last entry, once
+    it is certain that those bytes parse to exactly these entries (which is what a record
+    promises: its bytes are the entries it holds the digests of). The array is looked for
+    after an ``"entries"`` key, and its end from the end of the body (the last parameter, as
+    clients write it); a body laid out otherwise is just not recorded."""
+    if not entries:
+        return None
     at = whole.find(_KEY)
     for _ in range(_TRIES):
-        if at < 0 or not count:
+        if at < 0:
             return None
         colon = _skip_blanks(whole, at + len(_KEY))
         if colon < len(whole) and whole[colon] == ord(":"):
             start = _skip_blanks(whole, colon + 1)
             if start < len(whole) and whole[start] == ord("["):
-                close = _array_close(whole[start + 1 :], first=True)
-                if close is not None:
-                    close += start + 1
-                    if _verified(whole, start, close, marker, marker_bytes):
-                        stop = len(whole[start:close].rstrip(_BLANKS)) + start
-                        return whole, start, stop
+                close = whole.rfind(b"]")
+                for _ in range(_TRIES):
+                    if close <= start:
+                        break
+                    try:
+                        parsed = from_json(whole[start : close + 1])
+                    except ValueError:
+                        parsed = None
+                    if parsed == entries:
+                        return whole, start, start + len(whole[start:close].rstrip(_BLANKS))
+                    close = whole.rfind(b"]", start, close)
         at = whole.find(_KEY, at + 1)
     return None
-
-
-def _verified(
-    whole: bytes, start: int, close: int, marker: dict[str, str], marker_bytes: bytes
-) -> bool:
-    probe = bytearray(whole[:start])
-    probe += marker_bytes
-    probe += whole[close:]
-    item = decode(probe)
-    if not _is_sync(item):
-        return False
-    assert isinstance(item, Incoming)
-    return bool(item.message["params"]["entries"] == [marker])
