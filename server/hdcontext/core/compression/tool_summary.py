@@ -64,6 +64,11 @@ def covered_parameters(parameters: JsonValue) -> JsonValue:
     return kept
 
 
+def is_covered_input(parameters: JsonValue) -> bool:
+    """Whether a write call's parameters are already ``covered_parameters``."""
+    return isinstance(parameters, dict) and parameters.get("pruned") == INPUT_POINTER
+
+
 TODO_POINTER = "[pruned: a later todo list replaced this one]"
 """What stands for a todo call's list once a later todo call carries the list
 (``density/todo_lists.py``)."""

@@ -31,7 +31,7 @@ from enum import Enum
 from operator import itemgetter
 from typing import TypeVar
 
-from ..compression.tool_summary import DISK_POINTER, covered_parameters
+from ..compression.tool_summary import DISK_POINTER, covered_parameters, is_covered_input
 from ..content import IContent, ToolCallBlock, ToolResponseBlock
 from ..shell import command_of, cwd_of
 from ..tools import extract_path, path_parameters, resolve_path
@@ -136,6 +136,7 @@ class StaleReadPass:
         self._protected: set[str] = set()
         self._point_edits: dict[str, Edit] = {}
         self._covered: set[str] = set()  # write calls a later whole view of their files covers
+        self._pointed: set[Position] = set()  # write calls whose content is the pointer already
         self._input_edits: dict[str, Edit | None] = {}
         self._dirty_ids: set[str] = set()
         self._recheck: set[str] = set()
@@ -150,6 +151,10 @@ class StaleReadPass:
                 calls = self._calls.setdefault(block.id, [])
                 insort(calls, (position, self._kept(block)), key=_first)
                 self._dirty_ids.add(block.id)
+                if block.name in config.write_tools:
+                    self._recheck.add(block.id)  # pointed or not, its facts may be the same
+                    if is_covered_input(block.parameters):
+                        self._pointed.add(position)
                 if block.name in config.shell_tools:
                     command = command_of(block.parameters)
                     if command is not None:
@@ -178,6 +183,9 @@ class StaleReadPass:
             if isinstance(block, ToolCallBlock):
                 _discard(self._calls, block.id, (key, j))
                 self._dirty_ids.add(block.id)
+                if block.name in config.write_tools:
+                    self._recheck.add(block.id)
+                    self._pointed.discard((key, j))
                 if block.name in config.shell_tools and command_of(block.parameters) is not None:
                     self._shell.remove((key, j))
                 if block.id not in self._calls:
@@ -336,7 +344,12 @@ class StaleReadPass:
         self._point_edits.pop(call_id, None)
         self._covered.discard(call_id)
         facts = self._facts.get(call_id)
-        if facts is not None and self._keep_view and self._input_covered(facts):
+        if (
+            facts is not None
+            and self._keep_view
+            and facts.position not in self._pointed
+            and self._input_covered(facts)
+        ):
             self._covered.add(call_id)
         if facts is None or not facts.is_read or not facts.reads:
             return
