@@ -6,9 +6,8 @@ model reads that once, in the call right after the edit, to check the change. Af
 answered, the echo only repeats its own edit; on the real sessions here, write results are 9%
 of the tokens every request carries, call after call (``bench/ceiling.py``). So the result of
 a successful write becomes its first line (the tool saying what it did) and a pointer to the
-rest, once an AI entry follows it. The model's own
-call (``old_string``, ``new_string``) stays, and the latest full view of the file is untouched:
-no edit is made blind by this.
+rest, once an AI entry follows it. The model's own call (``old_string``, ``new_string``) stays,
+and the latest full view of the file is untouched: no edit is made blind by this.
 
 The pass keeps the write responses whose result is still more than one line, and the keys of
 the AI entries; a trimmed result is one line, so it leaves the index when the edit is applied.
