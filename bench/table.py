@@ -149,7 +149,7 @@ def replay(summary: dict[str, Any]) -> str:
         "density off, priced per call against the previous request (5-minute cache)",
         "",
         f"{'settings':<54}{'tokens':>7}{'Anthr.':>8}{'OpenAI':>8}{'dearer':>8}{'>1%':>5}"
-        f"{'worst':>7}{'breaks':>8}{'lost':>8}{'blind edits':>13}{'peak':>9}",
+        f"{'worst':>7}{'breaks':>8}{'lost':>8}{'blind edits':>13}{'peak':>9}{'compr.':>8}",
     ]
     for name, row in summary["rows"].items():
         blind = f"{row['blind']}/{row['edits']}"
@@ -158,13 +158,14 @@ def replay(summary: dict[str, Any]) -> str:
             f"{name:<54}{row['tokens']:>7.3f}{row['anthropic']:>8.3f}{row['openai']:>8.3f}"
             f"{row['dearer']:>8}{row['dearer_1pct']:>5}{row['worst']:>7.2f}"
             f"{row['prefix_breaks']:>8}{_k(row.get('lost', 0)):>8}{blind + pct:>13}"
-            f"{_k(row['peak']):>9}"
+            f"{_k(row['peak']):>9}{row['compressions']:>8}"
         )
     lines.append(
         "dearer: sessions that cost more than with density off (>1%: by more than 1%); breaks: "
         "calls whose request did not start with the previous one; lost: cached tokens the breaks "
         "made the provider write again; blind: Edit/MultiEdit of a "
-        "file the full history had a view of and the request had none"
+        "file the full history had a view of and the request had none; peak: the largest "
+        "request; compr.: compressions (the default 200k context limit)"
     )
     return "\n".join(lines)
 
