@@ -25,7 +25,7 @@ import json
 import re
 import secrets
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -219,21 +219,26 @@ def _skip_blanks(data: bytes | bytearray, at: int) -> int:
     return at
 
 
+def _entries_values(data: bytes | bytearray) -> Iterator[int]:
+    """Where the value of each of the first ``"entries"`` keys of a body starts."""
+    at = data.find(_KEY)
+    for _ in range(_TRIES):
+        if at < 0:
+            return
+        colon = _skip_blanks(data, at + len(_KEY))
+        if colon < len(data) and data[colon] == ord(":"):
+            yield _skip_blanks(data, colon + 1)
+        at = data.find(_KEY, at + 1)
+
+
 def _array_start(body: bytearray, head: memoryview) -> int | None:
     """Where ``head`` stands in ``body`` as the value of an ``"entries"`` key, followed by
     another entry or the array's end."""
-    at = body.find(_KEY)
-    for _ in range(_TRIES):
-        if at < 0:
-            return None
-        colon = _skip_blanks(body, at + len(_KEY))
-        if colon < len(body) and body[colon] == ord(":"):
-            start = _skip_blanks(body, colon + 1)
-            if body.startswith(head, start):
-                after = _skip_blanks(body, start + len(head))
-                if after < len(body) and body[after] in b",]":
-                    return start
-        at = body.find(_KEY, at + 1)
+    for start in _entries_values(body):
+        if body.startswith(head, start):
+            after = _skip_blanks(body, start + len(head))
+            if after < len(body) and body[after] in b",]":
+                return start
     return None
 
 
@@ -273,24 +278,18 @@ def _entries_span(whole: bytes, entries: list[Any]) -> tuple[bytes, int, int] | 
     clients write it); a body laid out otherwise is just not recorded."""
     if not entries:
         return None
-    at = whole.find(_KEY)
-    for _ in range(_TRIES):
-        if at < 0:
-            return None
-        colon = _skip_blanks(whole, at + len(_KEY))
-        if colon < len(whole) and whole[colon] == ord(":"):
-            start = _skip_blanks(whole, colon + 1)
-            if start < len(whole) and whole[start] == ord("["):
-                close = whole.rfind(b"]")
-                for _ in range(_TRIES):
-                    if close <= start:
-                        break
-                    try:
-                        parsed = from_json(whole[start : close + 1])
-                    except ValueError:
-                        parsed = None
-                    if parsed == entries:
-                        return whole, start, start + len(whole[start:close].rstrip(_BLANKS))
-                    close = whole.rfind(b"]", start, close)
-        at = whole.find(_KEY, at + 1)
+    for start in _entries_values(whole):
+        if start >= len(whole) or whole[start] != ord("["):
+            continue
+        close = whole.rfind(b"]")
+        for _ in range(_TRIES):
+            if close <= start:
+                break
+            try:
+                parsed = from_json(whole[start : close + 1])
+            except ValueError:
+                parsed = None
+            if parsed == entries:
+                return whole, start, start + len(whole[start:close].rstrip(_BLANKS))
+            close = whole.rfind(b"]", start, close)
     return None
