@@ -60,6 +60,28 @@ def drop(rule: Rule, positions: Iterable[Position]) -> Edit:
     return Edit(rule, tuple(BlockEdit(k, j) for k, j in sorted(positions)))
 
 
+class Replacements:
+    """A pass's one-block edits (a block replaced by what ``replace`` makes of it), each
+    built once: building one parses its entry, and a waiting edit is asked for at every
+    compact until it applies. A pass forgets a block's edit when the block leaves."""
+
+    def __init__(self, rule: Rule, replace: Callable[[Block], Block]) -> None:
+        self._rule = rule
+        self._replace = replace
+        self._built: dict[Position, Edit] = {}
+
+    def edit(self, position: Position, entry_of: Callable[[int], IContent]) -> Edit:
+        built = self._built.get(position)
+        if built is None:
+            key, j = position
+            new = self._replace(entry_of(key).blocks[j])
+            built = self._built[position] = Edit(self._rule, (BlockEdit(key, j, new),))
+        return built
+
+    def forget(self, position: Position) -> None:
+        self._built.pop(position, None)
+
+
 @dataclass(frozen=True)
 class PassEdits:
     """One rule's edits on a plain list, by index into it (the seeds' per-pass contract,

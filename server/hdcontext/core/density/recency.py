@@ -18,8 +18,8 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 
 from ..compression.tool_summary import is_pruned, pruned_pointer
-from ..content import IContent, ToolResponseBlock
-from .edits import BlockEdit, Edit, Position, Rule
+from ..content import Block, IContent, ToolResponseBlock
+from .edits import Edit, Position, Replacements, Rule
 from .passes import PassContext
 
 
@@ -31,7 +31,7 @@ class RecencyPass:
         self._retrieve_tool = retrieve_tool
         self._by_tool: dict[str, list[Position]] = {}
         self._live: dict[str, set[Position]] = {}  # responses whose output is not the pointer
-        self._edits: dict[Position, Edit] = {}  # built once per response (it parses the entry)
+        self._edits = Replacements(self.rule, self._pointed)
 
     def add(self, key: int, entry: IContent) -> None:
         for j, block in enumerate(entry.blocks):
@@ -53,7 +53,7 @@ class RecencyPass:
                     live.discard((key, j))
                     if not live:
                         del self._live[tool]
-                self._edits.pop((key, j), None)
+                self._edits.forget((key, j))
 
     def protected(self) -> frozenset[Position]:
         return frozenset()
@@ -80,16 +80,10 @@ class RecencyPass:
                 continue
             for position in live:
                 if position < oldest_kept and position not in dropped | protected:
-                    edits.append(self._edit(position, context))
+                    edits.append(self._edits.edit(position, context.entry_of))
         return edits
 
-    def _edit(self, position: Position, context: PassContext) -> Edit:
-        edit = self._edits.get(position)
-        if edit is None:
-            key, j = position
-            block = context.entry_of(key).blocks[j]
-            assert isinstance(block, ToolResponseBlock)
-            pointer = pruned_pointer(block.call_id, self._retrieve_tool)
-            pointed = block.model_copy(update={"result": pointer})
-            edit = self._edits[position] = Edit(self.rule, (BlockEdit(key, j, pointed),))
-        return edit
+    def _pointed(self, block: Block) -> Block:
+        assert isinstance(block, ToolResponseBlock)
+        pointer = pruned_pointer(block.call_id, self._retrieve_tool)
+        return block.model_copy(update={"result": pointer})

@@ -13,9 +13,9 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 
 from ..compression.tool_summary import without_todo_list
-from ..content import IContent, ToolCallBlock
+from ..content import Block, IContent, ToolCallBlock
 from ..todos import is_todo_write
-from .edits import BlockEdit, Edit, Position, Rule
+from .edits import Edit, Position, Replacements, Rule
 from .passes import PassContext
 
 
@@ -25,7 +25,7 @@ class TodoListPass:
     def __init__(self) -> None:
         self._calls: list[Position] = []
         self._full: set[Position] = set()  # calls whose list is not the pointer yet
-        self._edits: dict[Position, Edit] = {}
+        self._edits = Replacements(self.rule, _without_list)
 
     def add(self, key: int, entry: IContent) -> None:
         for j, block in enumerate(entry.blocks):
@@ -39,7 +39,7 @@ class TodoListPass:
             if isinstance(block, ToolCallBlock) and is_todo_write(block.name):
                 del self._calls[bisect_left(self._calls, (key, j))]
                 self._full.discard((key, j))
-                self._edits.pop((key, j), None)
+                self._edits.forget((key, j))
 
     def protected(self) -> frozenset[Position]:
         return frozenset()
@@ -49,14 +49,9 @@ class TodoListPass:
         if not self._calls:
             return []
         latest = self._calls[-1]
-        return [self._edit(p, context) for p in sorted(self._full) if p < latest]
+        return [self._edits.edit(p, context.entry_of) for p in sorted(self._full) if p < latest]
 
-    def _edit(self, position: Position, context: PassContext) -> Edit:
-        edit = self._edits.get(position)
-        if edit is None:
-            key, j = position
-            block = context.entry_of(key).blocks[j]
-            assert isinstance(block, ToolCallBlock)
-            pointed = block.model_copy(update={"parameters": without_todo_list(block.parameters)})
-            edit = self._edits[position] = Edit(self.rule, (BlockEdit(key, j, pointed),))
-        return edit
+
+def _without_list(block: Block) -> Block:
+    assert isinstance(block, ToolCallBlock)
+    return block.model_copy(update={"parameters": without_todo_list(block.parameters)})

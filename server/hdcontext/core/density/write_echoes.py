@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 from bisect import bisect_left, insort
 
-from ..content import IContent, ToolResponseBlock
-from .edits import BlockEdit, Edit, Position, Rule
+from ..content import Block, IContent, ToolResponseBlock
+from .edits import Edit, Position, Replacements, Rule
 from .passes import PassContext
 
 MAX_FIRST_LINE = 200
@@ -56,7 +56,7 @@ class WriteEchoPass:
         self._retrieve_tool = retrieve_tool
         self._echoes: set[Position] = set()
         self._ai: list[int] = []  # keys of AI entries, in order
-        self._edits: dict[Position, Edit] = {}
+        self._edits = Replacements(self.rule, self._trimmed)
 
     def add(self, key: int, entry: IContent) -> None:
         if entry.speaker == "ai":
@@ -70,7 +70,7 @@ class WriteEchoPass:
             del self._ai[bisect_left(self._ai, key)]
         for j in range(len(entry.blocks)):
             self._echoes.discard((key, j))
-            self._edits.pop((key, j), None)
+            self._edits.forget((key, j))
 
     def protected(self) -> frozenset[Position]:
         return frozenset()
@@ -84,20 +84,14 @@ class WriteEchoPass:
             (b.key, b.block) for edit in context.earlier for b in edit.blocks if b.new is None
         }
         return [
-            self._edit(position, context)
+            self._edits.edit(position, context.entry_of)
             for position in sorted(self._echoes)
             if position[0] < last_ai
             and position not in dropped
             and position not in context.protected
         ]
 
-    def _edit(self, position: Position, context: PassContext) -> Edit:
-        edit = self._edits.get(position)
-        if edit is None:
-            key, j = position
-            block = context.entry_of(key).blocks[j]
-            assert isinstance(block, ToolResponseBlock) and isinstance(block.result, str)
-            result = trimmed_echo(block.result, block.call_id, self._retrieve_tool)
-            trimmed = block.model_copy(update={"result": result})
-            edit = self._edits[position] = Edit(self.rule, (BlockEdit(key, j, trimmed),))
-        return edit
+    def _trimmed(self, block: Block) -> Block:
+        assert isinstance(block, ToolResponseBlock) and isinstance(block.result, str)
+        result = trimmed_echo(block.result, block.call_id, self._retrieve_tool)
+        return block.model_copy(update={"result": result})
