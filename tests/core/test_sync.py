@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from hdcontext.core.content import IContent, parse_entries
 from hdcontext.core.session import Session
-from hdcontext.core.sync import entry_digest, ranges, unrange
+from hdcontext.core.state import SessionState
+from hdcontext.core.sync import entry_digest
 
 OFF = {
     "compression.density.readWritePruning": False,
@@ -93,10 +94,23 @@ async def test_a_fork_inside_a_summary_starts_again_from_the_transcript() -> Non
     assert _blocks(session.history.raw) == _blocks(parse_entries(edited))
 
 
-def test_lineages_are_saved_as_runs() -> None:
-    seqs = [0, 1, 2, 5, 6, 9]
-    assert ranges(seqs) == [[0, 3], [5, 7], [9, 10]]
-    assert unrange(ranges(seqs)) == seqs
+def test_a_lineage_is_kept_as_runs_and_resumes_from_its_saved_state() -> None:
+    """A conversation that never forked is one run, however long (a turn walks none of it);
+    a fork makes two; the saved state brings a restarted session back to the same lineage."""
+    session = Session("s", settings=lambda: OFF, clock=lambda: 1)
+    conversation = [_entry(f"message {n}") for n in range(50)]
+    _sync(session, conversation)
+    assert session.export_state().lineage == ((0, 50),)
+    edited = [*conversation[:49], _entry("the last message, edited")]
+    assert _sync(session, edited) == (1, 49)
+    state = session.export_state()
+    assert state.lineage == ((0, 49), (50, 51))
+    history = session.history
+    restarted = Session("s", settings=lambda: OFF, clock=lambda: 1)
+    restarted.history.restore(history.raw_json, history.tokens, history.transcript_json)
+    restarted.import_state(SessionState.from_json(state.to_json()))
+    assert _sync(restarted, [*edited, _entry("and one more")]) == (1, None)
+    assert restarted.export_state().lineage == ((0, 49), (50, 52))
 
 
 def test_a_session_filled_by_append_is_synced_against_what_it_holds() -> None:

@@ -55,17 +55,6 @@ Run = tuple[int, int]
 """``[start, stop)``: transcript entries ``start`` to ``stop - 1``, in order."""
 
 
-def ranges(seqs: Sequence[int]) -> list[list[int]]:
-    """``[start, stop)`` runs of a list of increasing integers (how a lineage is saved)."""
-    out: list[list[int]] = []
-    for seq in seqs:
-        if out and out[-1][1] == seq:
-            out[-1][1] = seq + 1
-        else:
-            out.append([seq, seq + 1])
-    return out
-
-
 def unrange(runs: Sequence[Sequence[int]]) -> list[int]:
     return [seq for start, stop in runs for seq in range(start, stop)]
 
