@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         print(table.targets(report["latency"]), end="\n\n", flush=True)
         v2_turns = 10 if args.quick else protocol_v2.TURNS
         report["protocol_v2"] = protocol_v2.combine(
-            protocol_v2.measure(largest, 1, v2_turns), protocol_v2.measure(largest, 10, v2_turns)
+            *protocol_v2.measure(largest, (1, 10), v2_turns)
         )
         print("5. Protocol v2: delta replies and history/sync")
         print(table.protocol_v2(report["protocol_v2"]), end="\n\n", flush=True)

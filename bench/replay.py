@@ -10,9 +10,10 @@ replay with every density rule off is the reference.
 Figures per settings row: tokens sent, the cost under Anthropic's and OpenAI's prices (both
 relative to density off), the sessions dearer than density off, prefix breaks (calls whose
 request did not start with the previous request) and the cached tokens they lost (those of
-the previous request after the break, which the provider then writes again), blind edits (an ``Edit``/``MultiEdit`` of a
-file that the full history had a view of, a successful ``Read`` or a whole ``Write``, while the
-request held none), the largest request, and compressions.
+the previous request after the break, which the provider then writes again), blind edits
+(an ``Edit``/``MultiEdit`` of a file that the full history had a view of, a successful
+``Read`` or a whole ``Write``, while the request held none), the largest request, and
+compressions.
 
 The replay runs the daemon's own ``Session`` in-process (the code every request runs, without
 the transport), with the transcript's own workspace root and no disk.
