@@ -12,6 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from hdcontext.edges.decode import Incoming, Refused
 from hdcontext.edges.resent import MAX_RECORDS, MIN_BYTES, Conversation, Resends, conversation
 
@@ -190,3 +193,66 @@ def test_a_record_is_kept_when_other_parameters_follow_the_entries() -> None:
     more = [*BIG, text("human", "next")]
     again = _entries(resends.decode(_body(more, msg_id=2, tags=["b"], note="]")))
     assert (again.known, list(again)) == (2, [text("human", "next")])
+
+
+# -- every resend, whatever it changed ---------------------------------------------------------
+
+_WORDS = st.sampled_from(["a", "b", "]", "[", '"entries": [', "é", "\\n", "x" * 40])
+_ENTRY = st.builds(
+    lambda speaker, words: text(speaker, " ".join(words)),
+    st.sampled_from(["human", "ai"]),
+    st.lists(_WORDS, min_size=1, max_size=4),
+)
+_STEP = st.one_of(
+    st.tuples(st.just("append"), st.lists(_ENTRY, min_size=0, max_size=3)),
+    st.tuples(st.just("edit"), st.integers(0, 20), _ENTRY),
+    st.tuples(st.just("cut"), st.integers(1, 20)),
+)
+_WRITERS = [
+    lambda m: json.dumps(m),
+    lambda m: json.dumps(m, separators=(",", ":"), ensure_ascii=False),
+    lambda m: json.dumps(m, indent=1),
+    lambda m: json.dumps(m, sort_keys=True),
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(_STEP, st.integers(0, len(_WRITERS) - 1), st.sampled_from(["s", "t"])),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_a_resend_reads_as_the_whole_body_would(steps: list[tuple[Any, int, str]]) -> None:
+    """Whatever a client changes between syncs (appends, an edited or dropped entry, another
+    way of writing its JSON, another session), the entries and digests a handler gets are
+    those of the body decoded whole."""
+    resends = Resends()
+    entries: list[dict[str, Any]] = list(BIG)
+    for n, (step, writer, session) in enumerate(steps):
+        if step[0] == "append":
+            entries = entries + step[1]
+        elif step[0] == "edit":
+            at = step[1] % len(entries)
+            entries = [*entries[:at], step[2], *entries[at + 1 :]]
+        else:
+            entries = entries[: max(1, len(entries) - step[1])]
+        message = {
+            "jsonrpc": "2.0",
+            "id": n,
+            "method": "history/sync",
+            "params": {"sessionId": session, "entries": entries},
+        }
+        body = _WRITERS[writer](message).encode("utf-8")
+        item = resends.decode(bytearray(body))
+        got = conversation(_incoming(item).message["params"])
+        assert got.total == len(entries)
+        assert got.raw_from(0) == entries
+        assert got.digests() == Conversation(entries).digests()
+        got.settle(got.digests())
+
+
+def _incoming(item: Incoming | Refused) -> Incoming:
+    assert isinstance(item, Incoming)
+    return item
