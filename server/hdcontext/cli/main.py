@@ -251,7 +251,7 @@ def _table(result: CompactResult, before_entries: int, before_tokens: int) -> st
         m = result.density.metadata
         lines.append(
             f"\ndensity: {result.density.removals} entries removed, "
-            f"{result.density.replacements} replaced · stale read→write entries "
+            f"{result.density.replacements} replaced · read→write entries "
             f"{m.read_write_pairs_pruned}, @file dedup {m.file_deduplications_pruned}, "
             f"recency {m.recency_pruned}"
         )
