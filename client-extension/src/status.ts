@@ -147,7 +147,7 @@ function cacheLine(s: Status): string {
 export function statusReport(s: Status): string {
     const lines = [
         `**${formatCount(s.totalTokens)}** of ${formatCount(s.contextLimit)} tokens (${formatPercent(s.percent)}) go to the model on the next call, in ${s.entryCount} ${s.entryCount === 1 ? 'entry' : 'entries'}.`,
-        `- Saved so far: ${formatCount(s.savedTokens)} tokens (stale reads, duplicate @file inclusions, old tool output, compression).`,
+        `- Saved so far: ${formatCount(s.savedTokens)} tokens (stale reads, what edits left behind, duplicate @file inclusions, old tool output, compression).`,
     ];
     if ((s.pendingTokens ?? 0) > 0) {
         lines.push(`- Pending: ${formatCount(s.pendingTokens ?? 0)} more tokens will be pruned once that costs less than re-reading the prompt cache.`);
