@@ -16,6 +16,10 @@ from .pricing import Pricing
 
 HORIZON_CAP = 40.0
 """The most further calls a batch is planned to pay back over."""
+BATCH_ALLOWANCE = 0.005
+"""Measured on the replay (49 conversations): 1% saved no more and let sessions end up to 1%
+dearer than density off; none at all saved 0.7 points less (0.940 against 0.933 of the
+Anthropic-priced cost), and 2 points less on the Claude Code project with sub-agents."""
 
 
 @dataclass(frozen=True)
@@ -47,9 +51,11 @@ class CostLedger:
         return min(HORIZON_CAP, max(1.0, float(self.calls)))
 
     def budget(self) -> float:
-        """What a batch may cost at once: what density has saved so far, plus 1% of what the
-        calls so far cost without it."""
-        return max(0.0, self.saved) + 0.01 * self.spent_off
+        """What a batch may cost at once: what density has saved so far, plus
+        ``BATCH_ALLOWANCE`` of what the calls so far cost without it, so that a session can
+        start saving before it has saved anything, and one that ends right after a batch is
+        at most that much dearer than sending everything."""
+        return max(0.0, self.saved) + BATCH_ALLOWANCE * self.spent_off
 
     def record(
         self,
