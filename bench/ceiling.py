@@ -14,14 +14,14 @@ minutes after the previous one finds the cache cold), it reports:
    removals are made by a free oracle (no rewrite cost), every turn, by a greedy batched
    schedule (apply all pending removals when ``pending × 0.1 × horizon > 1.15 × tokens after
    the first edited entry``, with the true horizon or an estimate; everything on a cold call),
-   by the daemon's own ``cache/schedule.py`` rule (best suffix cut, estimated horizon, budget),
+   by the daemon's own ``cache/schedule.py`` ``plan`` (best suffix cut, estimated horizon, budget),
    and by a 30k batch threshold (Anthropic's ``clear_at_least``); with blind edits (an Edit of
    a file the history had a view of while the request holds none).
 
 Everything runs over plain lists of token counts: the daemon is not needed. A view of a file is
 a successful ``Read`` result or a ``Write`` with the whole content (as in ``replay.py``'s
 blind-edit check); shell reads (``cat``) are not views here, so the shell-only agents'
-(mini-swe-agent, SWE-agent) outputs are Bash outputs, and today's rule A, which also drops
+(mini-swe-agent, SWE-agent) outputs are Bash outputs, and rule A, which in the daemon also drops
 superseded shell reads, is slightly understated on them.
 
 ``python -m bench.ceiling`` prints the report and writes ``bench/results/ceiling.json``.
@@ -40,6 +40,9 @@ from itertools import accumulate, pairwise
 from pathlib import Path
 from typing import Any
 
+from hdcontext.core.cache.ledger import BATCH_ALLOWANCE, HORIZON_CAP
+from hdcontext.core.cache.pricing import Pricing
+from hdcontext.core.cache.schedule import Candidate, plan
 from hdcontext.core.compression.tool_summary import PRUNED_POINTER, is_compact
 from hdcontext.core.content import (
     CodeBlock,
@@ -50,6 +53,7 @@ from hdcontext.core.content import (
     ToolCallBlock,
     ToolResponseBlock,
 )
+from hdcontext.core.density.edits import Edit
 from hdcontext.core.tokens import ENTRY_OVERHEAD, count_block
 
 from .replay import PRICES, TTL_MS, corpus, model_calls
@@ -57,7 +61,9 @@ from .transcripts import Transcript, find
 
 READ, WRITE = PRICES["anthropic"]
 REWRITE = WRITE - READ  # a cached token written again instead of read: 1.15
-HORIZON_CAP = 40  # the daemon's ledger: the estimated horizon is the calls so far, at most 40
+PRICING = Pricing("anthropic", READ, WRITE, TTL_MS)
+_NO_EDIT = Edit("readWrite", ())
+"""What a candidate stands for is the ``Item`` it was made from: ``plan`` reads no edit."""
 NEVER = 10**9
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -407,7 +413,7 @@ request may leave it out."""
 
 
 def superseded_reads(s: Session) -> list[Item]:
-    """(A) today's latest-view rule: a Read goes, call and result, once a later view of the
+    """(A) the latest-view rule for reads: a Read goes, call and result, once a later view of the
     file covers what it showed."""
     by_key = {b.key: b for b in s.blocks}
     out = []
@@ -556,11 +562,14 @@ A = superseded_reads
 INPUTS = (covered_inputs, superseded_todos)
 EDIT_RESULTS = only(old_outputs(after_calls(1)), "Edit/Write results")
 RULES: dict[str, Rule] = {
-    "A: latest view (today's default)": A,
+    "A: superseded reads (the default before E)": A,
     "A + covered inputs + old TodoWrite": union(A, *INPUTS),
-    "E: A + inputs + Edit results, 1 call": union(A, EDIT_RESULTS, *INPUTS),
+    "E: A + inputs + Edit results (the default)": union(A, EDIT_RESULTS, *INPUTS),
     "E + outputs > 2 calls old": union(A, EDIT_RESULTS, old_outputs(after_calls(2)), *INPUTS),
-    "A + recency 3/tool (today's recency)": union(A, old_outputs(per_tool(3))),
+    "A + recency 3/tool": union(A, old_outputs(per_tool(3))),
+    "E + recency 3/tool (default + recency)": union(
+        A, EDIT_RESULTS, old_outputs(per_tool(3)), *INPUTS
+    ),
     "B: A + outputs > 5 calls old": union(A, old_outputs(after_calls(5))),
     "B: A + outputs > 10k tokens old": union(A, old_outputs(after_tokens(10_000))),
     "B: A + outputs after 1 call": union(A, old_outputs(after_calls(1))),
@@ -645,22 +654,19 @@ def estimated_horizon(m: Moment) -> float:
 
 
 def daemon(m: Moment) -> list[Item]:
-    """``cache/schedule.py``'s ``plan``: the suffix cut with the best net saving over the
-    estimated horizon, within the budget (saved so far + 1% of the cost without density)."""
-    costly = sorted(m.pending, key=lambda i: i.first)
-    horizon = estimated_horizon(m)
-    budget = max(0.0, m.spent_off - m.spent) + 0.01 * m.spent_off
-    best, best_net, saved = len(costly), 0.0, 0
-    for k in range(len(costly) - 1, -1, -1):
-        saved += costly[k].saving
-        if k > 0 and costly[k - 1].first == costly[k].first:
-            continue
-        after = m.tokens(costly[k].first, m.cached_end)
-        rewrite = (after - saved) * WRITE - after * READ
-        net = horizon * saved * READ - rewrite
-        if net > best_net and rewrite <= budget:
-            best, best_net = k, net
-    return costly[best:]
+    """``cache/schedule.py``'s ``plan`` itself, over the estimated horizon and the ledger's
+    budget (saved so far + ``BATCH_ALLOWANCE`` of the cost without density)."""
+    candidates = [Candidate(_NO_EDIT, item.first, item.saving) for item in m.pending]
+    item_of = {id(c): item for c, item in zip(candidates, m.pending, strict=True)}
+    chosen = plan(
+        candidates,
+        cached_end=m.cached_end,
+        tokens_between=m.tokens,
+        pricing=PRICING,
+        horizon=estimated_horizon(m),
+        budget=max(0.0, m.spent_off - m.spent) + BATCH_ALLOWANCE * m.spent_off,
+    )
+    return [item_of[id(c)] for c in chosen.apply]
 
 
 def threshold(at_least: int) -> Callable[[Moment], list[Item]]:
