@@ -17,7 +17,7 @@ from typing import Any
 from hdcontext.core.content import dump_entries
 from hdcontext.core.tokens import ENCODING_NAME
 
-from . import density, latency, profile, protocol_v2, replay, scale, table, transcripts
+from . import density, holdout, latency, profile, protocol_v2, replay, scale, table, transcripts
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -61,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     report["replay"] = replay.run(found)
     print("2. Cost under prompt caching: every model call replayed (bench/replay.py, peers.py)")
     print(table.replay(report["replay"]), end="\n\n", flush=True)
+    if not args.quick:
+        report["holdout"] = holdout.run(found)
+        print("   The same, each project priced with constants tuned on the others (holdout.py)")
+        print(table.holdout(report["holdout"]), end="\n\n", flush=True)
 
     if not args.density_only:
         largest = _largest(found)

@@ -105,17 +105,16 @@ def replay_peer(transcript: Transcript, policy: Policy) -> Replayed:
     for i, entry in enumerate(entries):
         for j, block in enumerate(entry.blocks):
             if isinstance(block, ToolResponseBlock):
-                cleared = entry.with_blocks(
+                emptied = entry.with_blocks(
                     [
                         b if k != j else block.model_copy(update={"result": PLACEHOLDER})
                         for k, b in enumerate(entry.blocks)
                     ]
                 )
-                results.append(Result(i, j, max(0, counts[i] - count_entry(cleared))))
+                results.append(Result(i, j, max(0, counts[i] - count_entry(emptied))))
     out = Replayed()
     cleared: set[Result] = set()
     previous_len = 0
-    previous_per_entry: list[int] = []
     previous_at: int | None = None
     clock = 0
     changed_from: int | None = None
@@ -143,7 +142,10 @@ def replay_peer(transcript: Transcript, policy: Policy) -> Replayed:
         out.peak = max(out.peak, tokens)
         out.prefix_breaks += shared < previous_len
         if warm:
-            out.lost += sum(previous_per_entry[shared:previous_len])
+            changed = {r.entry for r in new}
+            out.count_rewrite(
+                sum(per_entry[j] for j in range(shared, previous_len) if j not in changed)
+            )
         edited = _edited_files(entries[i])
         if edited:
             out.edits += len(edited)
@@ -151,7 +153,6 @@ def replay_peer(transcript: Transcript, policy: Policy) -> Replayed:
             sent = _viewed_files(_request(entries[:i], cleared))
             out.blind += sum(1 for f in edited if f in seen and f not in sent)
         previous_len, previous_at, changed_from = i, clock, None
-        previous_per_entry = per_entry
     return out
 
 

@@ -9,8 +9,9 @@ replay with every density rule off is the reference.
 
 Figures per settings row: tokens sent, the cost under Anthropic's and OpenAI's prices (both
 relative to density off), the sessions dearer than density off, prefix breaks (calls whose
-request did not start with the previous request) and the cached tokens they lost (those of
-the previous request after the break, which the provider then writes again), blind edits
+request did not start with the previous request), the breaks that made the provider write
+again tokens it held (a break whose every later entry is gone or new costs nothing: an entry
+trimmed right after the model read it) and those tokens, blind edits
 (an ``Edit``/``MultiEdit`` of a file that the full history had a view of, a successful
 ``Read`` or a whole ``Write``, while the request held none), the largest request, and
 compressions.
@@ -22,6 +23,7 @@ the transport), with the transcript's own workspace root and no disk.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,12 +68,34 @@ class Replayed:
     tokens: int = 0
     cost: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PRICES, 0.0))
     prefix_breaks: int = 0
+    rewrites: int = 0
+    """Breaks on a warm cache that sent again, uncached, entries the provider held."""
     lost: int = 0
     """Tokens the provider held in its cache that a break made it write again."""
     edits: int = 0
     blind: int = 0
     peak: int = 0
     compressions: int = 0
+
+    def count_rewrite(self, tokens: int) -> None:
+        if tokens:
+            self.rewrites += 1
+            self.lost += tokens
+
+
+def rewritten(after: Sequence[bytes], tokens: Sequence[int], request: Sequence[bytes]) -> int:
+    """The tokens of ``after`` (the previous request's entries past a break) that ``request``
+    sends again: the provider held them and writes them anew. An entry that is gone or
+    changed is not among them: what replaces it is new content, paid whatever the schedule."""
+    if not after:
+        return 0
+    sent = Counter(request)
+    total = 0
+    for blob, count in zip(after, tokens, strict=True):
+        if sent[blob] > 0:
+            sent[blob] -= 1
+            total += count
+    return total
 
 
 def model_calls(entries: Sequence[IContent]) -> list[int]:
@@ -121,7 +145,7 @@ async def replay(transcript: Transcript, settings: Mapping[str, object]) -> Repl
         out.peak = max(out.peak, total)
         out.prefix_breaks += shared < len(previous)
         if warm:
-            out.lost += sum(previous_tokens[shared:])
+            out.count_rewrite(rewritten(previous[shared:], previous_tokens[shared:], request))
         out.compressions += result.compression is not None
         edited = _edited_files(entries[i])
         if edited:
@@ -206,6 +230,7 @@ def summarize(sessions: Sequence[Transcript], rows: Mapping[str, list[Replayed]]
             "dearer_1pct": sum(1 for x in ratios if x > 1.01),
             "worst": max(ratios, default=1.0),
             "prefix_breaks": sum(r.prefix_breaks for r in results),
+            "rewrites": sum(r.rewrites for r in results),
             "lost": sum(r.lost for r in results),
             "edits": edits,
             "blind": sum(r.blind for r in results),

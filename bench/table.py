@@ -149,7 +149,8 @@ def replay(summary: dict[str, Any]) -> str:
         "density off, priced per call against the previous request (5-minute cache)",
         "",
         f"{'settings':<54}{'tokens':>7}{'Anthr.':>8}{'OpenAI':>8}{'dearer':>8}{'>1%':>5}"
-        f"{'worst':>7}{'breaks':>8}{'lost':>8}{'blind edits':>13}{'peak':>9}{'compr.':>8}",
+        f"{'worst':>7}{'breaks':>8}{'rewr.':>7}{'lost':>8}{'blind edits':>13}{'peak':>9}"
+        f"{'compr.':>8}",
     ]
     for name, row in summary["rows"].items():
         blind = f"{row['blind']}/{row['edits']}"
@@ -157,13 +158,15 @@ def replay(summary: dict[str, Any]) -> str:
         lines.append(
             f"{name:<54}{row['tokens']:>7.3f}{row['anthropic']:>8.3f}{row['openai']:>8.3f}"
             f"{row['dearer']:>8}{row['dearer_1pct']:>5}{row['worst']:>7.2f}"
-            f"{row['prefix_breaks']:>8}{_k(row.get('lost', 0)):>8}{blind + pct:>13}"
+            f"{row['prefix_breaks']:>8}{row.get('rewrites', 0):>7}{_k(row.get('lost', 0)):>8}"
+            f"{blind + pct:>13}"
             f"{_k(row['peak']):>9}{row['compressions']:>8}"
         )
     lines.append(
         "dearer: sessions that cost more than with density off (>1%: by more than 1%); breaks: "
-        "calls whose request did not start with the previous one; lost: cached tokens the breaks "
-        "made the provider write again; blind: Edit/MultiEdit of a "
+        "calls whose request did not start with the previous one; rewr.: breaks that made the "
+        "provider write again entries it held in its cache (a break whose later entries are all "
+        "gone or new costs nothing), lost: those tokens; blind: Edit/MultiEdit of a "
         "file the full history had a view of and the request had none; peak: the largest "
         "request; compr.: compressions (the default 200k context limit)"
     )
@@ -208,4 +211,24 @@ def scale(result: dict[str, Any]) -> str:
     for name, t in result["targets"].items():
         met = "met" if t["value"] <= t["target"] else "NOT met"
         lines.append(f"  {name:<42}{t['value']:>7}  target ≤ {t['target']}  {met}")
+    return "\n".join(lines)
+
+
+def holdout(result: dict[str, Any]) -> str:
+    """The replay with the schedule's constants tuned without the project it prices."""
+    lines = [
+        f"{result['sessions']} conversations in {result['projects']} projects; Anthropic-priced "
+        "cost relative to density off; held out: each project priced with the constants chosen "
+        "on the others",
+        "",
+        f"{'settings':<20}{'shipped':>9}{'>1%':>5}{'held out':>10}{'>1%':>5}{'worst':>7}"
+        f"{'best in sample':>16}   picks (horizon cap, batch allowance: projects)",
+    ]
+    for name, row in result["rows"].items():
+        s, h, b = row["shipped"], row["held_out"], row["best_in_sample"]
+        picks = "; ".join(f"{k}: {v}" for k, v in row["picks"].items())
+        lines.append(
+            f"{name:<20}{s['anthropic']:>9.3f}{s['dearer_1pct']:>5}{h['anthropic']:>10.3f}"
+            f"{h['dearer_1pct']:>5}{h['worst']:>7.2f}{b['anthropic']:>16.3f}   {picks}"
+        )
     return "\n".join(lines)

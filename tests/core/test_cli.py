@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from hdcontext.cli import main
-from hdcontext.core.compression.tool_summary import INPUT_POINTER
 from hdcontext.core.content import parse_entries
 from hdcontext.core.validity import payload_problems, problems
 
@@ -53,15 +52,16 @@ def test_compact_json_prunes_the_examples_stale_read_and_duplicate_readme() -> N
     }
     density = result["density"]
     assert density["metadata"] == {
-        "readWritePairsPruned": 3,
+        "readWritePairsPruned": 2,
         "fileDeduplicationsPruned": 1,
         "recencyPruned": 0,
     }
     assert density["tokensAfter"] < density["tokensBefore"]
     calls = {b["id"]: b for e in result["history"] for b in e["blocks"] if b["type"] == "tool_call"}
     assert "c1" not in calls and "c6" in calls  # the read before the edit goes, the one after stays
-    # The edit's old and new text go too: the read after it shows the file as it is.
-    assert calls["c5"]["parameters"] == {"file_path": "./src/calc.py", "pruned": INPUT_POINTER}
+    # The read after the edit shows its old and new text too, but they are shorter than the
+    # pointer that would stand for them: an edit that takes nothing out is not made.
+    assert calls["c5"]["parameters"]["old_string"] == "return a - b"
     assert result["compression"] is None and result["overLimit"] is False
     assert result["status"]["totalTokens"] == density["tokensAfter"]
 

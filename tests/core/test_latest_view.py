@@ -165,10 +165,27 @@ def test_recency_pruning_never_takes_a_files_latest_view() -> None:
     assert pointed(optimize(history, seeds), PRUNED_POINTER) == {"r1", "r2", "r3", "r4"}
 
 
+LISTING = "\n".join(f"-rw-r--r-- 1 user user {n:5} file{n}.py" for n in range(20))
+
+
 def test_recency_still_prunes_other_output() -> None:
-    history = [*bash("b1", "ls"), *bash("b2", "ls -l"), *read("r1")]
+    history = [*bash("b1", "ls", LISTING), *bash("b2", "ls -l", LISTING), *read("r1")]
     recency = dataclasses.replace(KEEP, recency_pruning=True, recency_retention=1)
     assert pointed(optimize(history, recency), PRUNED_POINTER) == {"b1"}
+
+
+def test_recency_leaves_an_output_no_longer_than_its_pointer() -> None:
+    # A pointer in place of "3 passed" takes nothing out and, under prompt caching, still
+    # costs a rewrite; the seeds' rule points it all the same.
+    history = [
+        *bash("b1", "pytest -q", "3 passed"),
+        *bash("b2", "ls", LISTING),
+        *bash("b3", "ls -l", LISTING),
+    ]
+    recency = dataclasses.replace(KEEP, recency_pruning=True, recency_retention=1)
+    assert pointed(optimize(history, recency), PRUNED_POINTER) == {"b2"}
+    seeds = dataclasses.replace(recency, keep_latest_view=False)
+    assert pointed(optimize(history, seeds), PRUNED_POINTER) == {"b1", "b2"}
 
 
 def test_shell_views_count_too() -> None:
@@ -188,7 +205,7 @@ def test_a_heredoc_that_writes_the_file_is_a_view() -> None:
 
 
 def test_a_client_that_can_retrieve_gets_pointers_that_name_the_call() -> None:
-    history = [*bash("b1", "ls"), *bash("b2", "ls -l")]
+    history = [*bash("b1", "ls", LISTING), *bash("b2", "ls -l", LISTING)]
     recency = dataclasses.replace(
         KEEP, recency_pruning=True, recency_retention=1, retrieve_tool="hdcontext_retrieve"
     )

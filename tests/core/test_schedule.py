@@ -12,6 +12,7 @@ import dataclasses
 from hdcontext.core.cache.ledger import CostLedger
 from hdcontext.core.cache.pricing import Pricing, pricing_for, provider_of
 from hdcontext.core.cache.schedule import Candidate, plan
+from hdcontext.core.compression.tool_summary import DISK_POINTER
 from hdcontext.core.density.edits import drop
 from hdcontext.core.session import Session
 from hdcontext.core.settings import resolve
@@ -168,3 +169,42 @@ async def test_revisions_and_the_delta_name_what_the_client_holds() -> None:
     assert list(first.history) + list(entries) == list(second.history)
     assert second.delta("something else") == (None, 0, second.history)
     assert second.delta(None)[1] == 0
+
+
+async def test_an_edit_that_takes_nothing_out_is_not_made() -> None:
+    # A small edit's old and new text, shown again by a later read, are shorter than the
+    # pointer that would stand for them: cache-aware leaves the call as it is, cold cache or
+    # not; the seeds' schedule makes every edit.
+    small = {"file_path": "/w/a.py", "old_string": "a - b", "new_string": "a + b"}
+    entries = [
+        human("fix it"),
+        ai_call("e1", "Edit", small),
+        tool_result("e1", "Edit", "ok"),
+        ai_call("r1", "Read", {"file_path": "/w/a.py"}),
+        tool_result("r1", "Read", "def add(a, b):\n    return a + b\n"),
+        ai_text("fixed"),
+    ]
+    for schedule, made in (("cache-aware", False), ("every-turn", True)):
+        s = Session("s", workspace_root=lambda: "/w", clock=lambda: 0)
+        s.set_override("compression.density.schedule", schedule)
+        s.append(entries)
+        result = await s.compact(at=1_000)
+        assert result.cache.cold
+        assert ('"old_string"' not in result.history.json().decode()) is made
+        assert (result.density is not None and result.density.replacements == 1) is made
+
+
+async def test_a_disk_pointer_is_made_though_it_is_longer_than_the_read() -> None:
+    # It tells the model that the file it read changed on disk: worth it whatever the tokens.
+    s = Session("s", workspace_root=lambda: "/w", clock=lambda: 0)
+    s.append(
+        [
+            human("look"),
+            ai_call("r1", "Read", {"file_path": "/w/a.py"}),
+            tool_result("r1", "Read", "x = 1", ts=100),
+            ai_text("seen"),
+        ]
+    )
+    s.note_write("/w/a.py", 500)
+    result = await s.compact(at=1_000)
+    assert DISK_POINTER in result.history.json().decode()

@@ -155,9 +155,11 @@ async def test_a_client_with_a_retrieve_tool_gets_pointers_it_can_follow(storage
     }
     options = {"retrieveTool": "hdcontext_retrieve"}
     async with start_daemon(storage, init_settings=settings, init_options=options) as d:
+        # An output long enough for its pointer to save tokens.
+        found = "\n".join(f"a.py:{n}: TODO handle case {n}" for n in range(12))
         grep = [
             tool_call("g1", "Grep", {"pattern": "TODO"}),
-            tool_response("g1", "Grep", "a.py:3: TODO"),
+            tool_response("g1", "Grep", found),
             tool_call("g2", "Grep", {"pattern": "FIXME"}),
             tool_response("g2", "Grep", "b.py:9: FIXME"),
         ]
@@ -174,4 +176,4 @@ async def test_a_client_with_a_retrieve_tool_gets_pointers_it_can_follow(storage
             "g2": "b.py:9: FIXME",
         }
         back = await d.call("history/retrieve", {"sessionId": "chat", "callId": "g1"})
-        assert back["response"]["result"] == "a.py:3: TODO"
+        assert back["response"]["result"] == found

@@ -396,12 +396,20 @@ class Session:
         a rewrite coming anyway), or as the cache-aware schedule says."""
 
         def schedule(edits: list[Edit]) -> Plan:
-            candidates = [Candidate(e, 0, 0) for e in edits]
-            if all_now or r.values.schedule == "every-turn":
+            if r.values.schedule == "every-turn":
+                return everything([Candidate(e, 0, 0) for e in edits])
+            # An edit that takes nothing out (a pointer as long as what it replaces) would
+            # only break the cache, unless it tells the model something.
+            candidates = [
+                c
+                for c in self._savings.candidates(edits, self.history, self._entry)
+                if c.saving > 0 or c.edit.informs
+            ]
+            if all_now:
                 return everything(candidates)
             ledger = self._cache.ledger
             return plan(
-                self._savings.candidates(edits, self.history, self._entry),
+                candidates,
                 cached_end=cached_end,
                 tokens_between=self.history.tokens_between,
                 pricing=pricing,

@@ -42,6 +42,9 @@ class Edit:
 
     rule: Rule
     blocks: tuple[BlockEdit, ...]
+    informs: bool = False
+    """The edit tells the model something (a file changed on disk): the cache-aware schedule
+    makes it even when it saves no token. Any other edit is only worth its saving."""
 
     @property
     def keys(self) -> frozenset[int]:

@@ -43,7 +43,7 @@ def passes_for(config: DensityConfig) -> list[DensityPass]:
     if config.file_dedupe:
         out.append(FileDedupPass(config.workspace_root))
     if config.recency_pruning:
-        out.append(RecencyPass(config.retention, config.retrieve_tool))
+        out.append(RecencyPass(config.retention, config.retrieve_tool, config.keep_latest_view))
     return out
 
 

@@ -11,24 +11,43 @@ The pass keeps, per tool, the positions of its responses in order, and apart fro
 responses whose output is still there. Only those can be pointed, and once the pointers are
 applied they are the newest few of each tool: what a turn costs is the window and the new
 responses, not the session.
+
+With ``keep_small`` (the keep-latest-view rules), an output too short to be worth a change of
+the history stays: a pointer would save a few tokens or add some, and under prompt caching
+every change has a price. The seeds point every output, whatever its size.
 """
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_left, insort
+
+from pydantic import JsonValue
 
 from ..compression.tool_summary import is_pruned, pruned_pointer
 from ..content import Block, IContent, ToolResponseBlock
 from .edits import Edit, Position, Replacements, Rule
 from .passes import PassContext
 
+MIN_GAIN_CHARS = 60
+"""With ``keep_small``, how much longer than its pointer an output must be to be pointed
+(measured on the replay: from 50 to 150 the cost moves by less than 0.1%; below, a pointer
+can cost more than the output)."""
+
+
+def _chars(result: JsonValue) -> int:
+    return len(result) if isinstance(result, str) else len(json.dumps(result))
+
 
 class RecencyPass:
     rule: Rule = "recency"
 
-    def __init__(self, retention: int, retrieve_tool: str | None = None) -> None:
+    def __init__(
+        self, retention: int, retrieve_tool: str | None = None, keep_small: bool = False
+    ) -> None:
         self._keep = max(1, retention)
         self._retrieve_tool = retrieve_tool
+        self._keep_small = keep_small
         self._by_tool: dict[str, list[Position]] = {}
         self._live: dict[str, set[Position]] = {}  # responses whose output is not the pointer
         self._edits = Replacements(self.rule, self._pointed)
@@ -37,7 +56,7 @@ class RecencyPass:
         for j, block in enumerate(entry.blocks):
             if isinstance(block, ToolResponseBlock):
                 insort(self._by_tool.setdefault(block.tool_name, []), (key, j))
-                if not is_pruned(block.result):
+                if not is_pruned(block.result) and self._worth_pointing(block):
                     self._live.setdefault(block.tool_name, set()).add((key, j))
 
     def remove(self, key: int, entry: IContent) -> None:
@@ -82,6 +101,12 @@ class RecencyPass:
                 if position < oldest_kept and position not in dropped | protected:
                     edits.append(self._edits.edit(position, context.entry_of))
         return edits
+
+    def _worth_pointing(self, block: ToolResponseBlock) -> bool:
+        if not self._keep_small:
+            return True
+        pointer = pruned_pointer(block.call_id, self._retrieve_tool)
+        return _chars(block.result) >= len(pointer) + MIN_GAIN_CHARS
 
     def _pointed(self, block: Block) -> Block:
         assert isinstance(block, ToolResponseBlock)

@@ -248,7 +248,7 @@ class StaleReadPass:
                     blocks.append(BlockEdit(key, j, pointed))
             if not blocks:
                 return None
-            edit = self._point_edits[call_id] = Edit(self.rule, tuple(blocks))
+            edit = self._point_edits[call_id] = Edit(self.rule, tuple(blocks), informs=True)
         return edit
 
     def _input_edit(self, call_id: str, context: PassContext) -> Edit | None:
