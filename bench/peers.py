@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from hdcontext.core.cache import prefixes
 from hdcontext.core.compression.tool_summary import PRUNED_POINTER
 from hdcontext.core.content import IContent, ToolResponseBlock
 from hdcontext.core.tokens import count_entry
@@ -118,6 +119,7 @@ def replay_peer(transcript: Transcript, policy: Policy) -> Replayed:
     previous_at: int | None = None
     clock = 0
     changed_from: int | None = None
+    ends: tuple[tuple[int, int], ...] = ()  # Anthropic: earlier requests' ends, last used
     for i in model_calls(entries):
         stamp = entries[i].timestamp
         clock = stamp if stamp is not None else clock + 10_000
@@ -134,9 +136,16 @@ def replay_peer(transcript: Transcript, policy: Policy) -> Replayed:
         per_entry = list(counts[:i])
         for r in cleared:
             per_entry[r.entry] -= r.saving
-        held = sum(per_entry[:shared]) if warm else 0
+        ends = prefixes.live(ends, None, clock, TTL_MS, shared)
+        at_end = prefixes.hit(ends, shared)
+        any_prefix = sum(per_entry[:shared]) if warm else 0
+        held = {
+            "anthropic": sum(per_entry[:at_end]),
+            "anthropic_any_prefix": any_prefix,
+            "openai": any_prefix,
+        }
         for name, (read, write) in PRICES.items():
-            out.cost[name] += held * read + (tokens - held) * write
+            out.cost[name] += held[name] * read + (tokens - held[name]) * write
         out.calls += 1
         out.tokens += tokens
         out.peak = max(out.peak, tokens)
@@ -144,8 +153,9 @@ def replay_peer(transcript: Transcript, policy: Policy) -> Replayed:
         if warm:
             changed = {r.entry for r in new}
             out.count_rewrite(
-                sum(per_entry[j] for j in range(shared, previous_len) if j not in changed)
+                sum(per_entry[j] for j in range(at_end, previous_len) if j not in changed)
             )
+        ends = (*prefixes.after_call(ends, shared, clock), (i, clock))
         edited = _edited_files(entries[i])
         if edited:
             out.edits += len(edited)

@@ -4,14 +4,18 @@ Each model response in a transcript marks a model call: everything before it is 
 session, ``history/compact`` runs (``at`` = the response's time), and what it returns is the
 request. A request is priced against the previous one: the entries they share from the start
 are what the provider holds in its prompt cache (if the previous call is no older than the
-cache's lifetime), read at the read price; the rest is written at the write price. The same
-replay with every density rule off is the reference.
+cache's lifetime), read at the read price; the rest is written at the write price. OpenAI
+matches any shared prefix; Anthropic caches a prefix only where a request ended (agents put
+its breakpoint on the last block), so an Anthropic-priced request reads from the cache up to
+the end of the longest earlier request it still starts with whose prefix was used in the
+cache's lifetime, and writes the rest. The same replay with every density rule off is the
+reference.
 
 Figures per settings row: tokens sent, the cost under Anthropic's and OpenAI's prices (both
 relative to density off), the sessions dearer than density off, prefix breaks (calls whose
-request did not start with the previous request), the breaks that made the provider write
-again tokens it held (a break whose every later entry is gone or new costs nothing: an entry
-trimmed right after the model read it) and those tokens, blind edits
+request did not start with the previous request), the breaks that made Anthropic write again
+tokens it held (the entries of the previous request past the prefix the request hit that it
+sends again) and those tokens, blind edits
 (an ``Edit``/``MultiEdit`` of a file that the full history had a view of, a successful
 ``Read`` or a whole ``Write``, while the request held none), the largest request, and
 compressions.
@@ -28,13 +32,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hdcontext.core.cache import prefixes
 from hdcontext.core.compression.tool_summary import is_compact
 from hdcontext.core.content import IContent, ToolCallBlock, ToolResponseBlock
 from hdcontext.core.session import Session
 
 from .transcripts import Transcript
 
-PRICES: dict[str, tuple[float, float]] = {"anthropic": (0.1, 1.25), "openai": (0.1, 1.0)}
+PRICES: dict[str, tuple[float, float]] = {
+    "anthropic": (0.1, 1.25),
+    "anthropic_any_prefix": (0.1, 1.25),
+    "openai": (0.1, 1.0),
+}
+"""Read and write prices. ``anthropic_any_prefix``: Anthropic's prices with OpenAI's matching
+(any shared prefix), the model the first figures of issue 10 were measured with."""
 TTL_MS = 300_000
 MODEL = "claude-sonnet-4"
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit"})
@@ -118,6 +129,7 @@ async def replay(transcript: Transcript, settings: Mapping[str, object]) -> Repl
     previous: list[bytes] = []
     previous_tokens: list[int] = []
     previous_at: int | None = None
+    ends: tuple[tuple[int, int], ...] = ()  # Anthropic: earlier requests' ends, last used
     appended = 0
     clock = 0
     for i in model_calls(entries):
@@ -136,16 +148,24 @@ async def replay(transcript: Transcript, settings: Mapping[str, object]) -> Repl
                 break
             shared += 1
         warm = previous_at is not None and 0 <= clock - previous_at <= TTL_MS
-        held = sum(tokens[:shared]) if warm else 0
+        ends = prefixes.live(ends, None, clock, TTL_MS, shared)
+        at_end = prefixes.hit(ends, shared)
+        any_prefix = sum(tokens[:shared]) if warm else 0
+        held = {
+            "anthropic": sum(tokens[:at_end]),
+            "anthropic_any_prefix": any_prefix,
+            "openai": any_prefix,
+        }
         total = sum(tokens)
         for name, (read, write) in PRICES.items():
-            out.cost[name] += held * read + (total - held) * write
+            out.cost[name] += held[name] * read + (total - held[name]) * write
         out.calls += 1
         out.tokens += total
         out.peak = max(out.peak, total)
         out.prefix_breaks += shared < len(previous)
         if warm:
-            out.count_rewrite(rewritten(previous[shared:], previous_tokens[shared:], request))
+            out.count_rewrite(rewritten(previous[at_end:], previous_tokens[at_end:], request))
+        ends = (*prefixes.after_call(ends, shared, clock), (len(request), clock))
         out.compressions += result.compression is not None
         edited = _edited_files(entries[i])
         if edited:
@@ -226,6 +246,8 @@ def summarize(sessions: Sequence[Transcript], rows: Mapping[str, list[Replayed]]
             / max(1.0, sum(o.cost["anthropic"] for o in off)),
             "openai": sum(r.cost["openai"] for r in results)
             / max(1.0, sum(o.cost["openai"] for o in off)),
+            "anthropic_any_prefix": sum(r.cost["anthropic_any_prefix"] for r in results)
+            / max(1.0, sum(o.cost["anthropic_any_prefix"] for o in off)),
             "dearer": sum(1 for x in ratios if x > 1.0 + 1e-9),
             "dearer_1pct": sum(1 for x in ratios if x > 1.01),
             "worst": max(ratios, default=1.0),

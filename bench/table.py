@@ -148,7 +148,8 @@ def replay(summary: dict[str, Any]) -> str:
         f"{summary['sessions']} conversations, {summary['calls']} model calls; cost relative to "
         "density off, priced per call against the previous request (5-minute cache)",
         "",
-        f"{'settings':<54}{'tokens':>7}{'Anthr.':>8}{'OpenAI':>8}{'dearer':>8}{'>1%':>5}"
+        f"{'settings':<54}{'tokens':>7}{'Anthr.':>8}{'(any)':>7}{'OpenAI':>8}{'dearer':>8}"
+        f"{'>1%':>5}"
         f"{'worst':>7}{'breaks':>8}{'rewr.':>7}{'lost':>8}{'blind edits':>13}{'peak':>9}"
         f"{'compr.':>8}",
     ]
@@ -156,18 +157,22 @@ def replay(summary: dict[str, Any]) -> str:
         blind = f"{row['blind']}/{row['edits']}"
         pct = f" ({100 * row['blind'] / row['edits']:.0f}%)" if row["edits"] else ""
         lines.append(
-            f"{name:<54}{row['tokens']:>7.3f}{row['anthropic']:>8.3f}{row['openai']:>8.3f}"
+            f"{name:<54}{row['tokens']:>7.3f}{row['anthropic']:>8.3f}"
+            f"{row.get('anthropic_any_prefix', 0):>7.3f}{row['openai']:>8.3f}"
             f"{row['dearer']:>8}{row['dearer_1pct']:>5}{row['worst']:>7.2f}"
             f"{row['prefix_breaks']:>8}{row.get('rewrites', 0):>7}{_k(row.get('lost', 0)):>8}"
             f"{blind + pct:>13}"
             f"{_k(row['peak']):>9}{row['compressions']:>8}"
         )
     lines.append(
-        "dearer: sessions that cost more than with density off (>1%: by more than 1%); breaks: "
-        "calls whose request did not start with the previous one; rewr.: breaks that made the "
-        "provider write again entries it held in its cache (a break whose later entries are all "
-        "gone or new costs nothing), lost: those tokens; blind: Edit/MultiEdit of a "
-        "file the full history had a view of and the request had none; peak: the largest "
+        "Anthr.: Anthropic's prices, its cache hit where an earlier request ended; (any): "
+        "the same prices, hits wherever the requests agree (as OpenAI matches); "
+        "dearer: sessions that cost more than with density off, Anthropic-priced "
+        "(>1%: by more than 1%); breaks: "
+        "calls whose request did not start with the previous one; rewr.: breaks that made "
+        "Anthropic write again entries it held in its cache (those of the previous request past "
+        "the prefix hit that the request sends again), lost: those tokens; blind: Edit/MultiEdit "
+        "of a file the full history had a view of and the request had none; peak: the largest "
         "request; compr.: compressions (the default 200k context limit)"
     )
     return "\n".join(lines)

@@ -1,11 +1,11 @@
 """What writes leave behind, with the latest views kept (density/write_echoes.py,
 density/todo_lists.py and the covered inputs of density/stale_reads.py).
 
-An edit tool's echo of the lines it changed is cut to its first line once the model has
-answered after it; a write's own content (an edit's old and new text, a whole file) becomes a
-pointer once a later whole view of the file shows it; a todo list, once a later todo call
-carries the list. None ever takes the latest view of a file or the latest list, and the seeds'
-rule (``keep_latest_view`` off) does none of it.
+An edit tool's echo of the lines it changed is cut to its first line: at once when it only
+lists those lines, once the model has answered after it otherwise. A write's own content (an
+edit's old and new text, a whole file) becomes a pointer once a later whole view of the file
+shows it; a todo list, once a later todo call carries the list. None ever takes the latest view
+of a file or the latest list, and the seeds' rule (``keep_latest_view`` off) does none of it.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def test_an_echo_the_model_answered_after_is_cut_to_its_first_line() -> None:
     trimmed = _result_of(history, result, "e1")
     assert isinstance(trimmed, str) and "\n" not in trimmed
     assert trimmed.startswith("The file /w/a.py has been updated.")
-    assert "line 3" not in trimmed and "pruned" in trimmed
+    assert "line 3" not in trimmed and "left out" in trimmed
     assert result.metadata.read_write_pairs_pruned == 1
     # The read before the partial edit is the latest view of the file: it stays.
     assert _result_of(history, result, "r1") == "1\u2192content of a.py"
@@ -92,9 +92,33 @@ def test_an_echo_the_model_answered_after_is_cut_to_its_first_line() -> None:
     assert optimize(history, SEEDS).replacements == {}
 
 
-def test_an_echo_stays_until_the_model_has_answered_after_it() -> None:
+REVIEW = (
+    "Replaced 1 occurrences. Please review the changes and make sure they are correct.\n"
+    "[File: /w/a.py (8 lines total)]\n" + SNIPPET
+)
+
+
+def test_an_echo_that_asks_for_a_review_stays_until_the_model_has_answered_after_it() -> None:
+    history = [human("fix the total"), *read("r1"), *edit("e1", result=REVIEW)]
+    assert _result_of(history, optimize(history, KEEP), "e1") == REVIEW
+    answered = [*history, ai_text("Looks right.")]
+    trimmed = _result_of(answered, optimize(answered, KEEP), "e1")
+    assert trimmed == (
+        "Replaced 1 occurrences. Please review the changes and make sure they are correct."
+        " [the rest of this output, already read, was pruned — read the file for its current"
+        " content]"
+    )
+
+
+def test_an_echo_that_only_lists_the_lines_it_changed_is_cut_before_the_model_sees_it() -> None:
+    # Claude Code 2.1's Edit sends no such listing at all; the model wrote the change itself.
     history = [human("fix the total"), *read("r1"), *edit("e1")]
-    assert _result_of(history, optimize(history, KEEP), "e1") == ECHO
+    trimmed = _result_of(history, optimize(history, KEEP), "e1")
+    assert trimmed == (
+        "The file /w/a.py has been updated. Here's a snippet of the edited file:"
+        " [the file's numbered lines around the change are left out — read the file to see them]"
+    )
+    assert _result_of(history, optimize(history, SEEDS), "e1") == ECHO
 
 
 def test_short_results_and_failed_writes_are_left_alone() -> None:

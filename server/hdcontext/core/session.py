@@ -15,6 +15,8 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from .cache import prefixes
+from .cache.prefixes import End
 from .cache.pricing import Pricing, pricing_for
 from .cache.savings import Savings
 from .cache.schedule import Candidate, Plan, everything, plan
@@ -389,8 +391,26 @@ class Session:
             raise RuntimeError("a density edit names an entry the history does not hold")
         return self.history.raw[index]
 
+    def _held(self, pricing: Pricing, at: int, warm: bool) -> tuple[tuple[End, ...], int]:
+        """The ends of the prefixes the provider may hold for a call at ``at`` that the
+        working view still starts with, and where the prefix it holds ends (0: none): the
+        first entry changed since the previous reply for a provider that matches any shared
+        prefix, the last request end before it for one that caches only at request ends."""
+        if not warm:
+            return (), 0
+        mark = self._cache.reply
+        unchanged = min(_unchanged(mark, self.history.changed_from), len(self.history.raw_json))
+        previous = (mark.raw_len, self._cache.ledger.last_at or 0)
+        ends = prefixes.live(mark.earlier, previous, at, pricing.ttl_ms, unchanged)
+        return ends, prefixes.hit(ends, unchanged) if pricing.request_ends else unchanged
+
     def _scheduler(
-        self, r: Resolved, pricing: Pricing, cached_end: int, all_now: bool
+        self,
+        r: Resolved,
+        pricing: Pricing,
+        cached_end: int,
+        all_now: bool,
+        restart: Callable[[int], int] | None,
     ) -> Callable[[list[Edit]], Plan]:
         """How this compaction picks edits: all of them (the seeds' schedule, a cold cache,
         a rewrite coming anyway), or as the cache-aware schedule says."""
@@ -415,6 +435,7 @@ class Session:
                 pricing=pricing,
                 horizon=ledger.horizon(),
                 budget=ledger.budget(),
+                restart=restart,
             )
 
         return schedule
@@ -476,9 +497,9 @@ class Session:
         strategy = get_strategy(r.values.strategy)
         pricing = pricing_for(r.values, self.model)
         history = self.history
-        mark = self._cache.reply
         warm = self._cache.ledger.warm(at, pricing)
-        cached_end = _unchanged(mark, history.changed_from) if warm else 0
+        ends, cached_end = self._held(pricing, at, warm)
+        restart = (lambda i: prefixes.hit(ends, i)) if pricing.request_ends else None
         steps: list[Step] = []
         density: DensityReport | None = None
         compression: CompressionReport | None = None
@@ -489,7 +510,7 @@ class Session:
             # Compression would rewrite the history, and a cold cache holds nothing: in
             # either case every edit applies now (and may spare the compression).
             due = history.total_tokens + pending >= r.threshold * limit
-            schedule = self._scheduler(r, pricing, cached_end, all_now=due or not warm)
+            schedule = self._scheduler(r, pricing, cached_end, due or not warm, restart)
             density, applied = self._optimize(r, schedule)
             steps.append(Step("optimize", density.tokens_before, density.tokens_after))
         self.dirty = False  # REQ-HD-002.7
@@ -500,7 +521,7 @@ class Session:
 
         if history.total_tokens + pending > limit:  # REQ-HD-002.8
             if optimizes:
-                extra, more = self._optimize(r, self._scheduler(r, pricing, 0, all_now=True))
+                extra, more = self._optimize(r, self._scheduler(r, pricing, 0, True, None))
                 density = _merge_density(density, extra)
                 applied += more
                 steps.append(Step("emergency-optimize", extra.tokens_before, extra.tokens_after))
@@ -529,11 +550,12 @@ class Session:
         mark = cache.reply
         curated = history.curated()
         stable_raw = min(_unchanged(mark, history.changed_from), len(history.raw_json))
+        ends, held = self._held(pricing, at, warm)
         total = history.total_tokens
         ledger = cache.ledger.record(
             at=at,
             warm=warm,
-            stable_tokens=history.tokens_between(0, stable_raw),
+            stable_tokens=history.tokens_between(0, held),
             total=total,
             off_total=total + cache.density_saved,
             pricing=pricing,
@@ -542,7 +564,12 @@ class Session:
         self._cache = replace(
             cache,
             ledger=ledger,
-            reply=ReplyMark(revision, len(history.raw_json), len(curated)),
+            reply=ReplyMark(
+                revision,
+                len(history.raw_json),
+                len(curated),
+                earlier=prefixes.after_call(ends, stable_raw, at),
+            ),
         )
         history.mark_stable()
         report = CacheReport(

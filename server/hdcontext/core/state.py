@@ -20,6 +20,9 @@ class ReplyMark:
     raw_len: int = 0
     curated_len: int = 0
     changed_from: int | None = None
+    earlier: tuple[tuple[int, int], ...] = ()
+    """Ends of earlier replies the provider may still hold, with when each was last used
+    (``cache/prefixes.py``)."""
 
 
 @dataclass(frozen=True)
@@ -115,13 +118,18 @@ def _cache_to_json(cache: CacheState) -> dict[str, Any]:
     return out
 
 
+def _reply_mark(raw: dict[str, Any]) -> ReplyMark:
+    earlier = tuple((int(end), int(used)) for end, used in raw.get("earlier", ()))
+    return ReplyMark(**{**raw, "earlier": earlier})
+
+
 def _cache_from_json(raw: object) -> CacheState:
     """The saved cache state, or a fresh one (a session saved before there was any)."""
     if not isinstance(raw, dict):
         return CacheState()
     return CacheState(
         ledger=CostLedger(**raw["ledger"]),
-        reply=ReplyMark(**raw["reply"]),
+        reply=_reply_mark(raw["reply"]),
         density_saved=int(raw["density_saved"]),
         pending_tokens=int(raw["pending_tokens"]),
         pending_edits=int(raw["pending_edits"]),

@@ -5,6 +5,12 @@ a fraction of an uncached one; a token newly written to the cache costs the same
 (Anthropic 0.1× and 1.25× for its 5-minute cache; OpenAI 0.1× and 1×; Gemini's implicit
 cache 0.25×). The cache lives for a few minutes after its last use. ``none`` prices every
 token alike, which makes the schedule apply edits as soon as they save anything.
+
+Where a cached prefix may end differs. OpenAI and Gemini match any prefix two requests share
+(in blocks of a few hundred tokens). Anthropic caches a prefix only where a request put its
+breakpoint, which agents put on the request's last block: a later request hits the cache at
+the end of an earlier request, so changing an entry inside the previous request loses the
+cache back to the end of the request before it, not just to that entry.
 """
 
 from __future__ import annotations
@@ -26,13 +32,16 @@ class Pricing:
     """A token written to the cache."""
     ttl_ms: int
     """How long the provider keeps a prefix after its last use."""
+    request_ends: bool = False
+    """A cached prefix ends only where an earlier request ended (Anthropic), not wherever
+    the requests still agree (OpenAI, Gemini)."""
 
 
-PRESETS: dict[str, tuple[float, float]] = {
-    "anthropic": (0.1, 1.25),
-    "openai": (0.1, 1.0),
-    "gemini": (0.25, 1.0),
-    "none": (1.0, 1.0),
+PRESETS: dict[str, tuple[float, float, bool]] = {
+    "anthropic": (0.1, 1.25, True),
+    "openai": (0.1, 1.0, False),
+    "gemini": (0.25, 1.0, False),
+    "none": (1.0, 1.0, False),
 }
 
 
@@ -55,10 +64,10 @@ def pricing_for(settings: Settings, model: str | None) -> Pricing:
     """The prices to plan with: the preset that ``cache.pricing`` names (or the model
     implies), with ``cache.readCost``, ``cache.writeCost`` and ``cache.ttlSeconds`` over it."""
     name = settings.cache_pricing if settings.cache_pricing != "auto" else provider_of(model)
-    read, write = PRESETS[name]
+    read, write, request_ends = PRESETS[name]
     if settings.cache_read_cost is not None:
         read = settings.cache_read_cost
     if settings.cache_write_cost is not None:
         write = settings.cache_write_cost
     ttl = settings.cache_ttl_seconds or DEFAULT_TTL_SECONDS
-    return Pricing(name, read, write, ttl * 1000)
+    return Pricing(name, read, write, ttl * 1000, request_ends)

@@ -6,8 +6,10 @@ past the previous reply (nothing cached there yet) is free and applies at once; 
 wait, and apply together when that pays over the calls to come:
 
     saving  = horizon × S × read                  (S tokens fewer, read from cache, each call)
-    rewrite = (A − S) × write − A × read          (A tokens after the first edited entry, now
-                                                   written instead of read, less the S gone)
+    rewrite = (A − S) × write − A × read          (A tokens from where the provider's cache
+                                                   stops hitting to the end of the cached
+                                                   prefix, now written instead of read, less
+                                                   the S gone)
 
 where the cut (the first edited entry) is chosen to make ``saving − rewrite`` largest: every
 waiting edit at or after it applies, the ones before it keep waiting. A batch whose rewrite
@@ -15,6 +17,11 @@ would cost more than the session has saved so far (``budget``) waits too, so tha
 that ends right after a batch is still no dearer than sending everything. When the cache is
 cold (the previous call is older than its lifetime), or compression is about to rewrite the
 history anyway, everything applies.
+
+Where the cache stops hitting is the first edited entry for a provider that matches any shared
+prefix, and the end of the last earlier request before it for one that caches only where
+requests ended (``Pricing.request_ends``): trimming the last entry the model read then costs
+the rewrite of the model's answer before it too.
 """
 
 from __future__ import annotations
@@ -59,10 +66,12 @@ def plan(
     pricing: Pricing,
     horizon: float,
     budget: float,
+    restart: Callable[[int], int] | None = None,
 ) -> Plan:
     """Which edits apply now. ``cached_end``: the working-view index where the prefix the
     provider holds ends (0 when its cache is cold); ``tokens_between(i, j)``: the tokens of
-    entries ``i`` to ``j - 1``."""
+    entries ``i`` to ``j - 1``; ``restart(i)``: where the provider's cached prefix would end if
+    entry ``i`` changed (``i`` itself unless said otherwise)."""
     free = [c for c in candidates if c.start >= cached_end]
     costly = sorted((c for c in candidates if c.start < cached_end), key=lambda c: c.start)
     best, best_net = len(costly), 0.0
@@ -71,7 +80,8 @@ def plan(
         saved += costly[k].saving
         if k > 0 and costly[k - 1].start == costly[k].start:
             continue  # edits that start at one entry go together
-        after = tokens_between(costly[k].start, cached_end)
+        start = costly[k].start
+        after = tokens_between(start if restart is None else restart(start), cached_end)
         rewrite = (after - saved) * pricing.write - after * pricing.read
         net = horizon * saved * pricing.read - rewrite
         if net > best_net and rewrite <= budget:
