@@ -1,9 +1,11 @@
 """How far pruning can take the Anthropic-priced cost of the replay corpus, and why.
 
 ``replay.py`` measures what the daemon does; this says what any rule could do. Over the same
-conversations (``replay.corpus``), with the same pricing (a request shares its prefix with the
-previous one: read at 0.1 if the cache is warm, the rest written at 1.25; a call more than five
-minutes after the previous one finds the cache cold), it reports:
+conversations (``replay.corpus``), with the same pricing (a request reads from the cache, at
+0.1, the entries up to the end of the last earlier request it still starts with, and writes the
+rest at 1.25: Anthropic caches a prefix only where a request ended; a call more than five
+minutes after the previous one finds the cache cold; unlike ``replay.py``, an earlier end is
+not dropped for age while the calls keep the cache warm), it reports:
 
 1. the cost of density off split into writes of new content (paid whatever pruning does: every
    token is sent once, as soon as it exists), cache reads and cold rewrites: only the last two
@@ -474,10 +476,15 @@ def per_tool(keep: int) -> Trigger:
     return per_session
 
 
-def old_outputs(trigger: Trigger, views_too: bool = False) -> Rule:
-    """Tool results past ``trigger`` become the pruned pointer. Results that are views of
-    files are left to the latest-view rule, unless ``views_too`` (Anthropic's context editing
-    knows no views)."""
+def at_once(s: Session) -> Callable[[Block], int]:
+    """Old before it is ever sent (with ``old_outputs(..., unseen=True)``)."""
+    return lambda b: b.entry + 1
+
+
+def old_outputs(trigger: Trigger, views_too: bool = False, unseen: bool = False) -> Rule:
+    """Tool results past ``trigger`` become the pruned pointer, once the model has seen them
+    (unless ``unseen``). Results that are views of files are left to the latest-view rule,
+    unless ``views_too`` (Anthropic's context editing knows no views)."""
 
     def rule(s: Session) -> list[Item]:
         ready = trigger(s)
@@ -485,7 +492,7 @@ def old_outputs(trigger: Trigger, views_too: bool = False) -> Rule:
         for b in s.blocks:
             if b.pointer_saving <= 0 or (b.view and not views_too):
                 continue
-            at = max(ready(b), s.seen_once(b.entry))
+            at = ready(b) if unseen else max(ready(b), s.seen_once(b.entry))
             if at < NEVER:
                 view = b.key if b.view else None
                 out.append(Item(((b.entry, b.index, b.pointer_saving),), at, b.kind, view))
@@ -561,14 +568,18 @@ def only(rule: Rule, *kinds: str) -> Rule:
 A = superseded_reads
 INPUTS = (covered_inputs, superseded_todos)
 EDIT_RESULTS = only(old_outputs(after_calls(1)), "Edit/Write results")
+EDIT_RESULTS_AT_ONCE = only(old_outputs(at_once, unseen=True), "Edit/Write results")
 RULES: dict[str, Rule] = {
-    "A: superseded reads (the default before E)": A,
+    "A: superseded reads": A,
     "A + covered inputs + old TodoWrite": union(A, *INPUTS),
-    "E: A + inputs + Edit results (the default)": union(A, EDIT_RESULTS, *INPUTS),
-    "E + outputs > 2 calls old": union(A, EDIT_RESULTS, old_outputs(after_calls(2)), *INPUTS),
+    "E1: A + inputs + Edit results seen once": union(A, EDIT_RESULTS, *INPUTS),
+    "E: A + inputs + Edit results at once (default)": union(A, EDIT_RESULTS_AT_ONCE, *INPUTS),
+    "E + outputs > 2 calls old": union(
+        A, EDIT_RESULTS_AT_ONCE, old_outputs(after_calls(2)), *INPUTS
+    ),
     "A + recency 3/tool": union(A, old_outputs(per_tool(3))),
     "E + recency 3/tool (default + recency)": union(
-        A, EDIT_RESULTS, old_outputs(per_tool(3)), *INPUTS
+        A, EDIT_RESULTS_AT_ONCE, old_outputs(per_tool(3)), *INPUTS
     ),
     "B: A + outputs > 5 calls old": union(A, old_outputs(after_calls(5))),
     "B: A + outputs > 10k tokens old": union(A, old_outputs(after_tokens(10_000))),
@@ -596,9 +607,10 @@ RULES: dict[str, Rule] = {
 are the latest view: rule A takes them once superseded); "covered inputs" are Edit/MultiEdit/
 Write inputs once a later whole view of the file shows their effect; "old TodoWrite" are
 TodoWrite calls once a later one carries the list; "Edit results" are Edit/MultiEdit/Write
-results (Claude Code's ``cat -n`` snippet of the edited lines) once one call has seen them. The
-two bounds say what no 0-blind rule,
-and no rule at all, that lets the model see every output once could beat."""
+results (Claude Code's ``cat -n`` snippet of the edited lines), before any call sends them
+(the daemon does so with the echoes that only list lines) or once one call has seen them
+(E1). The two bounds say what no 0-blind rule, and no rule at all, that lets the model see
+every output once could beat."""
 
 # -- schedules --------------------------------------------------------------------------------
 
@@ -617,6 +629,9 @@ class Moment:
     """Tokens of entries ``[i, j)`` as the request stands before this call's removals."""
     spent: float
     spent_off: float
+    restart: Callable[[int], int]
+    """Where the cache still hits if entry ``i`` changes: the end of the last earlier
+    request at or before it (Anthropic caches a prefix only where a request ended)."""
 
 
 @dataclass(frozen=True)
@@ -639,7 +654,7 @@ def greedy(horizon: Callable[[Moment], float]) -> Callable[[Moment], list[Item]]
         if not m.pending:
             return []
         saved = sum(i.saving for i in m.pending)
-        after = m.tokens(min(i.first for i in m.pending), m.cached_end)
+        after = m.tokens(m.restart(min(i.first for i in m.pending)), m.cached_end)
         return m.pending if saved * READ * horizon(m) > REWRITE * after else []
 
     return choose
@@ -665,6 +680,7 @@ def daemon(m: Moment) -> list[Item]:
         pricing=PRICING,
         horizon=estimated_horizon(m),
         budget=max(0.0, m.spent_off - m.spent) + BATCH_ALLOWANCE * m.spent_off,
+        restart=m.restart,
     )
     return [item_of[id(c)] for c in chosen.apply]
 
@@ -713,18 +729,22 @@ def simulate(s: Session, items: Sequence[Item], schedule: Schedule, off: Outcome
     w = 0
     previous = 0
     spent = spent_off = 0.0
+    ends: list[int] = []  # earlier requests' ends the request still starts with
     for k, c in enumerate(s.calls):
         while w < len(waiting) and waiting[w].ready <= c:
             ready.append(waiting[w])
             w += 1
         cached_end = previous if s.warm[k] else 0
+        if not s.warm[k]:
+            ends = []
+        restart = _restart(ends)
         cumulative = list(
             accumulate((n - r for n, r in zip(s.counts, reduced, strict=True)), initial=0)
         )
         pending = [i for i in ready if i.parts[0][:2] not in applied]
         free = [i for i in pending if i.first >= cached_end]
         costly = [i for i in pending if i.first < cached_end]
-        moment = Moment(s, k, costly, cached_end, _between(cumulative), spent, spent_off)
+        moment = Moment(s, k, costly, cached_end, _between(cumulative), spent, spent_off, restart)
         chosen = free + (schedule.choose(moment) if costly else [])
         shared = cached_end
         for item in chosen:
@@ -736,8 +756,10 @@ def simulate(s: Session, items: Sequence[Item], schedule: Schedule, off: Outcome
             if not schedule.free:
                 shared = min(shared, item.first)
         out.breaks += shared < cached_end
+        hit = restart(shared) if shared < cached_end else cached_end
         total = sum(s.counts[:c]) - sum(reduced[:c])
-        held = sum(s.counts[:shared]) - sum(reduced[:shared])
+        held = sum(s.counts[:hit]) - sum(reduced[:hit])
+        ends = [e for e in ends if e <= shared] + [c]
         cost = held * READ + (total - held) * WRITE
         out.cost += cost
         out.tokens += total
@@ -751,6 +773,10 @@ def simulate(s: Session, items: Sequence[Item], schedule: Schedule, off: Outcome
                 out.blind += 1
         previous = c
     return out
+
+
+def _restart(ends: list[int]) -> Callable[[int], int]:
+    return lambda i: max((e for e in ends if e <= i), default=0)
 
 
 def _between(cumulative: list[int]) -> Callable[[int, int], int]:

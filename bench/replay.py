@@ -68,6 +68,7 @@ ROWS: dict[str, dict[str, object]] = {
     "every turn, latest view": {"compression.density.schedule": "every-turn"},
     "default: cache-aware, latest view": {},
     "default + recency": RECENCY,
+    "default + recency, retention 1": {**RECENCY, "compression.density.recencyRetention": 1},
 }
 
 
