@@ -12,7 +12,9 @@ cache's lifetime, and writes the rest. The same replay with every density rule o
 reference.
 
 Figures per settings row: tokens sent, the cost under Anthropic's and OpenAI's prices (both
-relative to density off), the sessions dearer than density off, prefix breaks (calls whose
+relative to density off; the session's model is a Claude one, so that the schedule plans for
+Anthropic, and for the OpenAI column a GPT one), the sessions dearer than density off
+(Anthropic-priced), prefix breaks (calls whose
 request did not start with the previous request), the breaks that made Anthropic write again
 tokens it held (the entries of the previous request past the prefix the request hit that it
 sends again) and those tokens, blind edits
@@ -48,6 +50,9 @@ PRICES: dict[str, tuple[float, float]] = {
 (any shared prefix), the model the first figures of issue 10 were measured with."""
 TTL_MS = 300_000
 MODEL = "claude-sonnet-4"
+OPENAI_MODEL = "gpt-4.1"
+"""The OpenAI column replays with this model, so that the schedule plans with OpenAI's prices
+and matching, as it would for a user of OpenAI's models."""
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit"})
 
 OFF: dict[str, object] = {
@@ -115,7 +120,9 @@ def model_calls(entries: Sequence[IContent]) -> list[int]:
     return [i for i, e in enumerate(entries) if e.speaker == "ai" and i > 0]
 
 
-async def replay(transcript: Transcript, settings: Mapping[str, object]) -> Replayed:
+async def replay(
+    transcript: Transcript, settings: Mapping[str, object], model: str = MODEL
+) -> Replayed:
     entries = transcript.entries
     root = transcript.root
     ticks = iter(range(1, 10**9))
@@ -125,7 +132,7 @@ async def replay(transcript: Transcript, settings: Mapping[str, object]) -> Repl
         workspace_root=lambda: root,
         clock=lambda: 1_000_000 + next(ticks),
     )
-    session.model = MODEL
+    session.model = model
     out = Replayed()
     previous: list[bytes] = []
     previous_tokens: list[int] = []
@@ -226,6 +233,8 @@ def run(found: Sequence[Transcript], with_peers: bool = True) -> dict[str, Any]:
     rows: dict[str, list[Replayed]] = {}
     for name, settings in ROWS.items():
         rows[name] = [asyncio.run(replay(t, settings)) for t in sessions]
+        for r, t in zip(rows[name], sessions, strict=True):
+            r.cost["openai"] = asyncio.run(replay(t, settings, OPENAI_MODEL)).cost["openai"]
     if with_peers:
         for name, policy in PEERS.items():
             rows[name] = [replay_peer(t, policy) for t in sessions]
