@@ -58,10 +58,10 @@ from hdcontext.core.content import (
 from hdcontext.core.density.edits import Edit
 from hdcontext.core.tokens import ENTRY_OVERHEAD, count_block
 
-from .replay import PRICES, TTL_MS, corpus, model_calls
+from .replay import PROVIDERS, TTL_MS, corpus, model_calls
 from .transcripts import Transcript, find
 
-READ, WRITE = PRICES["anthropic"]
+READ, WRITE = PROVIDERS["anthropic"].read, PROVIDERS["anthropic"].write
 REWRITE = WRITE - READ  # a cached token written again instead of read: 1.15
 PRICING = Pricing("anthropic", READ, WRITE, TTL_MS)
 _NO_EDIT = Edit("readWrite", ())

@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from hdcontext.core.cache import prefixes
 from hdcontext.core.compression.tool_summary import PRUNED_POINTER
 from hdcontext.core.content import IContent, ToolResponseBlock
 from hdcontext.core.tokens import count_entry
 
-from .replay import PRICES, TTL_MS, Replayed, _edited_files, _viewed_files, model_calls
+from .replay import PROVIDERS, TTL_MS, Cache, Replayed, _edited_files, _viewed_files, model_calls
 from .transcripts import Transcript
 
 PLACEHOLDER = PRUNED_POINTER
@@ -119,7 +118,7 @@ def replay_peer(transcript: Transcript, policy: Policy) -> Replayed:
     previous_at: int | None = None
     clock = 0
     changed_from: int | None = None
-    ends: tuple[tuple[int, int], ...] = ()  # Anthropic: earlier requests' ends, last used
+    caches = {name: Cache(p) for name, p in PROVIDERS.items()}  # a policy knows no model
     for i in model_calls(entries):
         stamp = entries[i].timestamp
         clock = stamp if stamp is not None else clock + 10_000
@@ -136,26 +135,19 @@ def replay_peer(transcript: Transcript, policy: Policy) -> Replayed:
         per_entry = list(counts[:i])
         for r in cleared:
             per_entry[r.entry] -= r.saving
-        ends = prefixes.live(ends, None, clock, TTL_MS, shared)
-        at_end = prefixes.hit(ends, shared)
-        any_prefix = sum(per_entry[:shared]) if warm else 0
-        held = {
-            "anthropic": sum(per_entry[:at_end]),
-            "anthropic_any_prefix": any_prefix,
-            "openai": any_prefix,
-        }
-        for name, (read, write) in PRICES.items():
-            out.cost[name] += held[name] * read + (tokens - held[name]) * write
+        for name, cache in caches.items():
+            hit = cache.hit(shared, clock)
+            out.cost[name] += cache.cost(sum(per_entry[:hit]), tokens)
+            if name == "anthropic" and warm:
+                changed = {r.entry for r in new}
+                out.count_rewrite(
+                    sum(per_entry[j] for j in range(hit, previous_len) if j not in changed)
+                )
+            cache.called(shared, clock, i)
         out.calls += 1
         out.tokens += tokens
         out.peak = max(out.peak, tokens)
         out.prefix_breaks += shared < previous_len
-        if warm:
-            changed = {r.entry for r in new}
-            out.count_rewrite(
-                sum(per_entry[j] for j in range(at_end, previous_len) if j not in changed)
-            )
-        ends = (*prefixes.after_call(ends, shared, clock), (i, clock))
         edited = _edited_files(entries[i])
         if edited:
             out.edits += len(edited)

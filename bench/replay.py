@@ -41,18 +41,32 @@ from hdcontext.core.session import Session
 
 from .transcripts import Transcript
 
-PRICES: dict[str, tuple[float, float]] = {
-    "anthropic": (0.1, 1.25),
-    "anthropic_any_prefix": (0.1, 1.25),
-    "openai": (0.1, 1.0),
-}
-"""Read and write prices. ``anthropic_any_prefix``: Anthropic's prices with OpenAI's matching
-(any shared prefix), the model the first figures of issue 10 were measured with."""
-TTL_MS = 300_000
+
+@dataclass(frozen=True)
+class Provider:
+    """How one cost column prices a request, and the model the session is given for it (so
+    that the schedule plans for that provider, as it would for its users)."""
+
+    read: float
+    write: float
+    request_ends: bool
+    """A cached prefix ends only where an earlier request ended (else: any shared prefix)."""
+    ttl_ms: int
+    model: str
+
+
 MODEL = "claude-sonnet-4"
-OPENAI_MODEL = "gpt-4.1"
-"""The OpenAI column replays with this model, so that the schedule plans with OpenAI's prices
-and matching, as it would for a user of OpenAI's models."""
+PROVIDERS: dict[str, Provider] = {
+    "anthropic": Provider(0.1, 1.25, True, 300_000, MODEL),
+    "anthropic_any_prefix": Provider(0.1, 1.25, False, 300_000, MODEL),
+    "openai": Provider(0.1, 1.0, False, 300_000, "gpt-4.1"),
+    "gpt_5_6": Provider(0.1, 1.25, True, 1_800_000, "gpt-5.6"),
+}
+"""The cost columns. ``anthropic_any_prefix``: Anthropic's prices with matching at any shared
+prefix, the model the first figures of issue 10 were measured with; ``openai``: OpenAI before
+GPT-5.6; ``gpt_5_6``: GPT-5.6 and later (breakpoints at request ends, 1.25× writes, 30
+minutes)."""
+TTL_MS = PROVIDERS["anthropic"].ttl_ms
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit"})
 
 OFF: dict[str, object] = {
@@ -83,7 +97,7 @@ class Replayed:
 
     calls: int = 0
     tokens: int = 0
-    cost: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PRICES, 0.0))
+    cost: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PROVIDERS, 0.0))
     prefix_breaks: int = 0
     rewrites: int = 0
     """Breaks on a warm cache that sent again, uncached, entries the provider held."""
@@ -115,6 +129,33 @@ def rewritten(after: Sequence[bytes], tokens: Sequence[int], request: Sequence[b
     return total
 
 
+class Cache:
+    """What one provider holds between the calls of a replay."""
+
+    def __init__(self, provider: Provider) -> None:
+        self.provider = provider
+        self.ends: tuple[prefixes.End, ...] = ()
+        self.last_at: int | None = None
+
+    def hit(self, shared: int, at: int) -> int:
+        """How many entries of a request made at ``at`` that starts with ``shared`` entries of
+        the previous one the provider reads from its cache."""
+        p = self.provider
+        if p.request_ends:
+            self.ends = prefixes.live(self.ends, None, at, p.ttl_ms, shared)
+            return prefixes.hit(self.ends, shared)
+        warm = self.last_at is not None and 0 <= at - self.last_at <= p.ttl_ms
+        return shared if warm else 0
+
+    def cost(self, held_tokens: int, total: int) -> float:
+        return held_tokens * self.provider.read + (total - held_tokens) * self.provider.write
+
+    def called(self, shared: int, at: int, length: int) -> None:
+        if self.provider.request_ends:
+            self.ends = (*prefixes.after_call(self.ends, shared, at), (length, at))
+        self.last_at = at
+
+
 def model_calls(entries: Sequence[IContent]) -> list[int]:
     """Indices of the entries that answer a model call (every AI entry but a leading one)."""
     return [i for i, e in enumerate(entries) if e.speaker == "ai" and i > 0]
@@ -123,6 +164,9 @@ def model_calls(entries: Sequence[IContent]) -> list[int]:
 async def replay(
     transcript: Transcript, settings: Mapping[str, object], model: str = MODEL
 ) -> Replayed:
+    """One conversation with one settings row, the session's model ``model``: the cost
+    columns of the providers that model plans for are priced (the others stay 0); breaks,
+    rewrites and lost tokens are Anthropic's when it is among them."""
     entries = transcript.entries
     root = transcript.root
     ticks = iter(range(1, 10**9))
@@ -137,7 +181,7 @@ async def replay(
     previous: list[bytes] = []
     previous_tokens: list[int] = []
     previous_at: int | None = None
-    ends: tuple[tuple[int, int], ...] = ()  # Anthropic: earlier requests' ends, last used
+    caches = {name: Cache(p) for name, p in PROVIDERS.items() if p.model == model}
     appended = 0
     clock = 0
     for i in model_calls(entries):
@@ -156,24 +200,17 @@ async def replay(
                 break
             shared += 1
         warm = previous_at is not None and 0 <= clock - previous_at <= TTL_MS
-        ends = prefixes.live(ends, None, clock, TTL_MS, shared)
-        at_end = prefixes.hit(ends, shared)
-        any_prefix = sum(tokens[:shared]) if warm else 0
-        held = {
-            "anthropic": sum(tokens[:at_end]),
-            "anthropic_any_prefix": any_prefix,
-            "openai": any_prefix,
-        }
         total = sum(tokens)
-        for name, (read, write) in PRICES.items():
-            out.cost[name] += held[name] * read + (total - held[name]) * write
+        for name, cache in caches.items():
+            hit = cache.hit(shared, clock)
+            out.cost[name] += cache.cost(sum(tokens[:hit]), total)
+            if name == "anthropic" and warm:
+                out.count_rewrite(rewritten(previous[hit:], previous_tokens[hit:], request))
+            cache.called(shared, clock, len(request))
         out.calls += 1
         out.tokens += total
         out.peak = max(out.peak, total)
         out.prefix_breaks += shared < len(previous)
-        if warm:
-            out.count_rewrite(rewritten(previous[at_end:], previous_tokens[at_end:], request))
-        ends = (*prefixes.after_call(ends, shared, clock), (len(request), clock))
         out.compressions += result.compression is not None
         edited = _edited_files(entries[i])
         if edited:
@@ -231,10 +268,15 @@ def run(found: Sequence[Transcript], with_peers: bool = True) -> dict[str, Any]:
 
     sessions = corpus(found)
     rows: dict[str, list[Replayed]] = {}
+    others = sorted({p.model for p in PROVIDERS.values()} - {MODEL})
     for name, settings in ROWS.items():
         rows[name] = [asyncio.run(replay(t, settings)) for t in sessions]
-        for r, t in zip(rows[name], sessions, strict=True):
-            r.cost["openai"] = asyncio.run(replay(t, settings, OPENAI_MODEL)).cost["openai"]
+        for model in others:
+            for r, t in zip(rows[name], sessions, strict=True):
+                cost = asyncio.run(replay(t, settings, model)).cost
+                for column, p in PROVIDERS.items():
+                    if p.model == model:
+                        r.cost[column] = cost[column]
     if with_peers:
         for name, policy in PEERS.items():
             rows[name] = [replay_peer(t, policy) for t in sessions]
@@ -258,6 +300,8 @@ def summarize(sessions: Sequence[Transcript], rows: Mapping[str, list[Replayed]]
             / max(1.0, sum(o.cost["openai"] for o in off)),
             "anthropic_any_prefix": sum(r.cost["anthropic_any_prefix"] for r in results)
             / max(1.0, sum(o.cost["anthropic_any_prefix"] for o in off)),
+            "gpt_5_6": sum(r.cost["gpt_5_6"] for r in results)
+            / max(1.0, sum(o.cost["gpt_5_6"] for o in off)),
             "dearer": sum(1 for x in ratios if x > 1.0 + 1e-9),
             "dearer_1pct": sum(1 for x in ratios if x > 1.01),
             "worst": max(ratios, default=1.0),

@@ -148,7 +148,8 @@ def replay(summary: dict[str, Any]) -> str:
         f"{summary['sessions']} conversations, {summary['calls']} model calls; cost relative to "
         "density off, priced per call against the previous request (5-minute cache)",
         "",
-        f"{'settings':<54}{'tokens':>7}{'Anthr.':>8}{'(any)':>7}{'OpenAI':>8}{'dearer':>8}"
+        f"{'settings':<54}{'tokens':>7}{'Anthr.':>8}{'(any)':>7}{'OpenAI':>8}{'5.6+':>7}"
+        f"{'dearer':>8}"
         f"{'>1%':>5}"
         f"{'worst':>7}{'breaks':>8}{'rewr.':>7}{'lost':>8}{'blind edits':>13}{'peak':>9}"
         f"{'compr.':>8}",
@@ -159,6 +160,7 @@ def replay(summary: dict[str, Any]) -> str:
         lines.append(
             f"{name:<54}{row['tokens']:>7.3f}{row['anthropic']:>8.3f}"
             f"{row.get('anthropic_any_prefix', 0):>7.3f}{row['openai']:>8.3f}"
+            f"{row.get('gpt_5_6', 0):>7.3f}"
             f"{row['dearer']:>8}{row['dearer_1pct']:>5}{row['worst']:>7.2f}"
             f"{row['prefix_breaks']:>8}{row.get('rewrites', 0):>7}{_k(row.get('lost', 0)):>8}"
             f"{blind + pct:>13}"
@@ -166,7 +168,9 @@ def replay(summary: dict[str, Any]) -> str:
         )
     lines.append(
         "Anthr.: Anthropic's prices, its cache hit where an earlier request ended; (any): "
-        "the same prices, hits wherever the requests agree (as OpenAI matches); "
+        "the same prices, hits wherever the requests agree (as OpenAI matches); OpenAI: "
+        "before GPT-5.6; 5.6+: GPT-5.6 and later (hits where a request ended, 1.25x writes, "
+        "30-minute cache); each column planned for its provider; "
         "dearer: sessions that cost more than with density off, Anthropic-priced "
         "(>1%: by more than 1%); breaks: "
         "calls whose request did not start with the previous one; rewr.: breaks that made "

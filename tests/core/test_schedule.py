@@ -97,6 +97,18 @@ def test_pricing_comes_from_the_model_unless_set() -> None:
     assert pricing_for(values, "claude-3") == Pricing("openai", 0.1, 1.5, 300_000)
     auto = resolve({"cache.ttlSeconds": 3600}, {}).values
     assert pricing_for(auto, "gemini-2.0") == Pricing("gemini", 0.25, 1.0, 3_600_000)
+    defaults = resolve({}, {}).values
+    assert pricing_for(defaults, "claude-sonnet-4") == Pricing(
+        "anthropic", 0.1, 1.25, 300_000, request_ends=True
+    )
+    # GPT-5.6 and later cache at breakpoints, write at 1.25x and keep a prefix 30 minutes.
+    newer = Pricing("openai", 0.1, 1.25, 1_800_000, request_ends=True)
+    for model in ("gpt-5.6", "openai/gpt-5.6-sol", "gpt-6.1-sol", "gpt-5.6-codex"):
+        assert pricing_for(defaults, model) == newer, model
+    for model in ("gpt-5.5", "gpt-5", "gpt-4.1", "gpt-4o", "o3-mini", None):
+        assert pricing_for(resolve({"cache.pricing": "openai"}, {}).values, model) == Pricing(
+            "openai", 0.1, 1.0, 300_000
+        ), model
 
 
 def test_the_ledger_knows_a_cold_cache_and_what_was_saved() -> None:
