@@ -42,8 +42,8 @@ class Pricing:
     ttl_ms: int
     """How long the provider keeps a prefix after its last use."""
     request_ends: bool = False
-    """A cached prefix ends only where an earlier request ended (Anthropic), not wherever
-    the requests still agree (OpenAI, Gemini)."""
+    """A cached prefix ends only where an earlier request ended (Anthropic, OpenAI from
+    GPT-5.6 on), not wherever the requests still agree (older OpenAI models, Gemini)."""
 
 
 PRESETS: dict[str, tuple[float, float, bool]] = {
