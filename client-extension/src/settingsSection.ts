@@ -33,6 +33,7 @@ export const DAEMON_SETTINGS: ReadonlyArray<{ key: string; scope: SettingScope }
     { key: 'cache.ttlSeconds', scope: 'window' },
     { key: 'cache.readCost', scope: 'window' },
     { key: 'cache.writeCost', scope: 'window' },
+    { key: 'cache.maxBreakpoints', scope: 'window' },
     // Where the conversation may be sent: user settings only, never a workspace's.
     { key: 'summarizer.provider', scope: 'machine' },
     { key: 'summarizer.baseUrl', scope: 'machine' },
