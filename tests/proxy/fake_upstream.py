@@ -41,6 +41,8 @@ class Seen:
 class FakeUpstream:
     script: Script
     seen: list[Seen] = field(default_factory=list)
+    anthropic_usage: dict[str, Any] = field(default_factory=lambda: dict(ANTHROPIC_USAGE))
+    openai_usage: dict[str, Any] = field(default_factory=lambda: dict(OPENAI_USAGE))
     refuse: tuple[int, dict[str, Any]] | None = None
     """(status, body) to answer every API request with instead of the script."""
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -85,7 +87,7 @@ class FakeUpstream:
             "content": blocks,
             "stop_reason": stop,
             "stop_sequence": None,
-            "usage": ANTHROPIC_USAGE,
+            "usage": self.anthropic_usage,
         }
         if not body.get("stream"):
             return web.json_response(message)
@@ -121,11 +123,14 @@ class FakeUpstream:
                     "created": 1,
                     "model": body.get("model", "gpt"),
                     "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                    "usage": OPENAI_USAGE,
+                    "usage": self.openai_usage,
                 }
             )
         with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        return await _sse(request, openai_chunks(reply_id, body, message, finish, with_usage))
+        chunks = openai_chunks(
+            reply_id, body, message, finish, self.openai_usage if with_usage else None
+        )
+        return await _sse(request, chunks)
 
 
 API_PATHS = ("/v1/messages", "/v1/chat/completions")
@@ -182,7 +187,11 @@ def anthropic_events(message: dict[str, Any]) -> list[tuple[str | None, dict[str
 
 
 def openai_chunks(
-    reply_id: str, body: dict[str, Any], message: dict[str, Any], finish: str, with_usage: bool
+    reply_id: str,
+    body: dict[str, Any],
+    message: dict[str, Any],
+    finish: str,
+    usage: dict[str, Any] | None,
 ) -> list[tuple[str | None, dict[str, Any] | str]]:
     base = {
         "id": reply_id,
@@ -202,7 +211,7 @@ def openai_chunks(
     for k, call in enumerate(message.get("tool_calls") or []):
         out.append((None, chunk({"tool_calls": [{"index": k, **call}]})))
     out.append((None, chunk({}, finish)))
-    if with_usage:
-        out.append((None, {**base, "choices": [], "usage": OPENAI_USAGE}))
+    if usage is not None:
+        out.append((None, {**base, "choices": [], "usage": usage}))
     out.append((None, "[DONE]"))
     return out

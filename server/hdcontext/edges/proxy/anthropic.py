@@ -20,12 +20,12 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...core.content import IContent
+from ...core.content import IContent, Metadata, TextBlock
 from ...core.validity import payload_problems, problems
-from ...formats.conversation import Conversation, FormatError
+from ...formats.conversation import Conversation, entry_role, role_metadata
 from ...formats.exporters import anthropic as exporter
 from ...formats.importers import anthropic_messages as importer
-from ...formats.importers.blocks import text_of_parts
+from ...formats.importers.blocks import entry, text_of_parts, user_entries
 from .api import Unsupported
 from .usage import Billed, anthropic_billed
 
@@ -34,6 +34,10 @@ MAX_BREAKPOINTS = 4
 """Anthropic refuses a request with more ``cache_control`` blocks than this."""
 
 _MESSAGE_KEYS = frozenset({"role", "content"})
+EXTRAS_KEY = "messageExtras"
+"""``metadata`` key of an entry that carries its message's other keys (Claude Code sends a
+system message with ``output_config``): written back on the message as they came."""
+_ROLES = ("user", "assistant", "system")
 _SOURCE_KEYS = {
     "base64": frozenset({"type", "media_type", "data"}),
     "url": frozenset({"type", "url"}),
@@ -93,10 +97,8 @@ def check(body: Mapping[str, Any]) -> list[Any]:
     if not isinstance(messages, list) or not messages:
         raise Unsupported("no 'messages' list")
     for i, message in enumerate(messages):
-        if not isinstance(message, Mapping) or message.get("role") not in ("user", "assistant"):
-            raise Unsupported(f"messages[{i}] is not a user or assistant message")
-        if not _MESSAGE_KEYS.issuperset(message):
-            raise Unsupported(f"messages[{i}] has keys the conversion leaves out")
+        if not isinstance(message, Mapping) or message.get("role") not in _ROLES:
+            raise Unsupported(f"messages[{i}] is not a user, assistant or system message")
         content = message.get("content")
         if isinstance(content, str):
             continue
@@ -104,18 +106,47 @@ def check(body: Mapping[str, Any]) -> list[Any]:
             raise Unsupported(f"messages[{i}].content is neither text nor a list")
         for j, block in enumerate(content):
             _check_block(block, f"messages[{i}].content[{j}]")
+            if message["role"] == "system" and block.get("type") != "text":
+                raise Unsupported(f"messages[{i}].content[{j}] is not text in a system message")
     return messages
+
+
+def from_messages(messages: list[Any]) -> list[IContent]:
+    """The importer's reading of each message, and a ``system`` message (which Claude Code
+    sends among the others) as a ``human`` entry marked ``metadata.role: system``, the way
+    IContent carries a system message in place (the exporter gives it its role back)."""
+    names: dict[str, str] = {}
+    out: list[IContent] = []
+    for message in messages:
+        content = message["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        role = message["role"]
+        if role == "assistant":
+            made = [entry("ai", importer.assistant_blocks(blocks, names))]
+        elif role == "user":
+            made = user_entries(*importer.user_blocks(blocks, names))
+        else:
+            texts = [TextBlock(text=str(b.get("text", ""))) for b in blocks]
+            made = [entry("human", texts, role_metadata("system"))]
+        extras = {k: v for k, v in message.items() if k not in _MESSAGE_KEYS}
+        if extras:
+            made[-1] = _with_extras(made[-1], extras)
+        out.extend(made)
+    return out
+
+
+def _with_extras(item: IContent, extras: dict[str, Any]) -> IContent:
+    meta = item.metadata.model_dump(exclude_unset=True) if item.metadata is not None else {}
+    return item.model_copy(
+        update={"metadata": Metadata.model_validate({**meta, EXTRAS_KEY: extras})}
+    )
 
 
 class AnthropicApi:
     name = "anthropic"
 
     def conversation(self, body: Mapping[str, Any]) -> list[IContent]:
-        messages = check(body)
-        try:
-            entries = importer.from_messages(messages)
-        except FormatError as exc:
-            raise Unsupported("not an Anthropic conversation") from exc
+        entries = from_messages(check(body))
         found = problems(entries)
         if found:
             raise Unsupported(f"the conversation breaks the provider's rules ({found[0].kind})")
@@ -136,10 +167,8 @@ class AnthropicApi:
     ) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
         last_of: list[int] = []  # per entry: its last message, or the one before it
-        for entry in history:
-            exported = exporter.export(Conversation((entry,))).payload
-            assert isinstance(exported, dict)
-            for message in exported["messages"]:
+        for item in history:
+            for message in _export(item):
                 if _joins(messages, message):
                     messages[-1] = _joined(messages[-1], message)
                 else:
@@ -165,6 +194,19 @@ class AnthropicApi:
         return anthropic_billed(usage)
 
 
+def _export(item: IContent) -> list[dict[str, Any]]:
+    """One entry's messages (a system message in place keeps its role)."""
+    exported = exporter.export(Conversation((item,))).payload
+    assert isinstance(exported, dict)
+    messages: list[dict[str, Any]] = exported["messages"]
+    if entry_role(item.metadata) == "system":
+        messages = [{**m, "role": "system"} for m in messages]
+    extras = (item.metadata.model_extra or {}).get(EXTRAS_KEY) if item.metadata else None
+    if messages and isinstance(extras, dict):
+        messages[-1] = {**messages[-1], **extras, "role": messages[-1]["role"]}
+    return messages
+
+
 def _blocks(message: Mapping[str, Any]) -> list[Any]:
     content = message["content"]
     return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
@@ -182,7 +224,7 @@ def _joins(messages: list[dict[str, Any]], message: Mapping[str, Any]) -> bool:
 
 
 def _joined(first: dict[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
-    return {"role": "user", "content": [*first["content"], *_blocks(second)]}
+    return {**second, "content": [*first["content"], *_blocks(second)]}
 
 
 def _own_breakpoints(body: Mapping[str, Any]) -> int:
