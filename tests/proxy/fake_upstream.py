@@ -35,6 +35,7 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: Any
+    raw: bytes
 
 
 @dataclass
@@ -60,7 +61,7 @@ class FakeUpstream:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = raw
-        self.seen.append(Seen(request.method, request.path_qs, dict(request.headers), body))
+        self.seen.append(Seen(request.method, request.path_qs, dict(request.headers), body, raw))
         return body
 
     @property
