@@ -17,6 +17,7 @@ from yarl import URL
 
 from hdcontext.core.content import IContent
 from hdcontext.edges.proxy.anthropic import AnthropicApi
+from hdcontext.edges.proxy.api import Api
 from hdcontext.edges.proxy.guard import allowed_hosts, refusal
 from hdcontext.edges.proxy.openai import BREAKPOINT_KEY, OpenAiApi
 from hdcontext.edges.proxy.upstream import Upstream
@@ -27,6 +28,19 @@ from .fake_upstream import ANTHROPIC_USAGE, OPENAI_USAGE, anthropic_events, open
 
 ANTHROPIC = AnthropicApi()
 OPENAI = OpenAiApi()
+
+
+def conversation(api: Api, body: dict[str, Any]) -> list[IContent]:
+    messages = api.messages(body)
+    api.check(messages, 0)
+    return api.import_messages(messages)
+
+
+def rebuild(
+    api: Api, body: dict[str, Any], entries: list[IContent], breakpoints: list[int]
+) -> dict[str, Any]:
+    mode = api.export_mode(body)
+    return api.assemble(body, [api.export_entry(e, mode) for e in entries], breakpoints)
 
 
 def _anthropic(messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
@@ -62,8 +76,8 @@ CONVERSATION = [
 
 
 def _round_trip(body: dict[str, Any], breakpoints: list[int]) -> dict[str, Any]:
-    entries = ANTHROPIC.conversation(body)
-    return ANTHROPIC.rebuild(body, entries, breakpoints)
+    entries = conversation(ANTHROPIC, body)
+    return rebuild(ANTHROPIC, body, entries, breakpoints)
 
 
 def _strip_marks(messages: list[Any]) -> list[Any]:
@@ -87,10 +101,10 @@ def test_an_anthropic_conversation_comes_back_as_it_was_sent() -> None:
 
 def test_breakpoints_go_on_the_last_block_that_may_carry_one() -> None:
     body = _anthropic(CONVERSATION)
-    entries = ANTHROPIC.conversation(body)
+    entries = conversation(ANTHROPIC, body)
     # Entries: user, system, ai, tool, human, ai (thinking last), human.
     assert [e.speaker for e in entries] == ["human", "human", "ai", "tool", "human", "ai", "human"]
-    out = ANTHROPIC.rebuild(body, entries, [1, 5, 6])
+    out = rebuild(ANTHROPIC, body, entries, [1, 5, 6])
     messages = out["messages"]
     # A string becomes one text block to carry the mark.
     assert messages[5]["content"] == [
@@ -143,9 +157,9 @@ def _openai_messages() -> list[dict[str, Any]]:
 @pytest.mark.parametrize("model", ["gpt-5.6", "gpt-6", "gpt-4.1", "o3"])
 def test_openai_breakpoints_only_where_the_model_caches_at_them(model: str) -> None:
     body = {"model": model, "messages": _openai_messages()}
-    entries = OPENAI.conversation(body)
+    entries = conversation(OPENAI, body)
     assert [e.speaker for e in entries] == ["human", "ai", "tool", "ai"]
-    out = OPENAI.rebuild(body, entries, [1, 3])
+    out = rebuild(OPENAI, body, entries, [1, 3])
     messages = out["messages"]
     assert messages[0] == body["messages"][0]  # the client's system prompt as sent
     marked = [
@@ -175,7 +189,7 @@ def test_an_openai_request_the_conversion_would_rewrite_is_not_carried() -> None
         {"role": "assistant", "content": [{"type": "refusal", "refusal": "no"}]},
     ):
         with pytest.raises(Unsupported):
-            OPENAI.conversation({"model": "gpt-4.1", "messages": [message]})
+            conversation(OPENAI, {"model": "gpt-4.1", "messages": [message]})
 
 
 def _stream(events: list[tuple[str | None, Any]]) -> bytes:
@@ -306,5 +320,5 @@ async def test_the_daemons_breakpoints_are_where_the_request_carries_them(tmp_pa
 
 
 def test_entries_are_plain_icontent() -> None:
-    entries = ANTHROPIC.conversation(_anthropic(CONVERSATION))
+    entries = conversation(ANTHROPIC, _anthropic(CONVERSATION))
     assert all(isinstance(e, IContent) for e in entries)

@@ -21,12 +21,13 @@ from typing import Any
 import pytest
 
 from hdcontext.core.validity import payload_problems, problems
-from hdcontext.edges.proxy.anthropic import check, from_messages
+from hdcontext.edges.proxy.anthropic import AnthropicApi
 
 from . import claude_cli
 from .agent_script import DONE_TEXT, notes_script
 from .conftest import start, stop
 from .tap import start_tap
+from .test_adapters import conversation
 
 RUN_TIMEOUT_S = 240
 
@@ -108,7 +109,7 @@ async def test_claude_code_through_the_proxy(cli: Path, tmp_path: Path) -> None:
     for original, body in zip(sent, received, strict=True):
         # Provider-valid, as sent and after import.
         assert payload_problems("anthropic", body) == []
-        assert problems(from_messages(check(body))) == []
+        assert problems(conversation(AnthropicApi(), body)) == []
         # The daemon's breakpoints, and none of the client's in the messages: the last block
         # of the last message carries one, at most two (cache.maxBreakpoints) in all.
         marks = _message_marks(body)

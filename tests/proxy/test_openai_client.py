@@ -21,6 +21,7 @@ from hdcontext.edges.proxy.openai import BREAKPOINT_KEY, OpenAiApi
 from .agent_script import DONE_TEXT, notes_script
 from .conftest import start, stop
 from .tap import start_tap
+from .test_adapters import conversation
 
 SYSTEM = "You are a careful coding agent."
 TOOLS = [
@@ -136,7 +137,7 @@ async def test_openai_client_through_the_proxy(tmp_path: Path, stream: bool, mod
     api = OpenAiApi()
     for original, body in zip(sent, received, strict=True):
         assert payload_problems("openai", body) == []
-        assert problems(api.conversation(body)) == []
+        assert problems(conversation(api, body)) == []
         assert body["messages"][0] == {"role": "system", "content": SYSTEM}
         assert {k: v for k, v in body.items() if k != "messages"} == {
             k: v for k, v in original.items() if k != "messages"

@@ -217,6 +217,13 @@ def _parser() -> argparse.ArgumentParser:
         help="longest time hdcontext may take on a request before it goes upstream as it came "
         "(default: 10)",
     )
+    proxy.add_argument(
+        "--context-limit",
+        type=_positive,
+        default=None,
+        help="contextLimit of the sessions the proxy opens, in tokens (default: the setting's, "
+        "200,000): set it to the model's window, or compression starts early",
+    )
     proxy.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 
@@ -509,6 +516,7 @@ def proxy_main(args: argparse.Namespace) -> int:
         anthropic=args.anthropic_upstream,
         openai=args.openai_upstream,
         bound_s=args.bound_seconds,
+        context_limit=args.context_limit,
     )
 
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...core.content import IContent, Metadata, TextBlock
-from ...core.validity import payload_problems, problems
+from ...core.validity import payload_problems
 from ...formats.conversation import Conversation, entry_role, role_metadata
 from ...formats.exporters import anthropic as exporter
 from ...formats.importers import anthropic_messages as importer
@@ -91,12 +91,11 @@ def _check_block(block: object, where: str) -> None:
                 raise Unsupported(f"{where}.content[{k}] is not text or an image")
 
 
-def check(body: Mapping[str, Any]) -> list[Any]:
-    """The request's messages, when every one is something the conversion carries whole."""
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise Unsupported("no 'messages' list")
-    for i, message in enumerate(messages):
+def check_messages(messages: list[Any], start: int = 0) -> None:
+    """Unsupported unless every message from ``start`` on is one the conversion carries
+    whole."""
+    for i in range(start, len(messages)):
+        message = messages[i]
         if not isinstance(message, Mapping) or message.get("role") not in _ROLES:
             raise Unsupported(f"messages[{i}] is not a user, assistant or system message")
         content = message.get("content")
@@ -108,7 +107,6 @@ def check(body: Mapping[str, Any]) -> list[Any]:
             _check_block(block, f"messages[{i}].content[{j}]")
             if message["role"] == "system" and block.get("type") != "text":
                 raise Unsupported(f"messages[{i}].content[{j}] is not text in a system message")
-    return messages
 
 
 def from_messages(messages: list[Any]) -> list[IContent]:
@@ -145,12 +143,17 @@ def _with_extras(item: IContent, extras: dict[str, Any]) -> IContent:
 class AnthropicApi:
     name = "anthropic"
 
-    def conversation(self, body: Mapping[str, Any]) -> list[IContent]:
-        entries = from_messages(check(body))
-        found = problems(entries)
-        if found:
-            raise Unsupported(f"the conversation breaks the provider's rules ({found[0].kind})")
-        return entries
+    def messages(self, body: Mapping[str, Any]) -> list[Any]:
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise Unsupported("no 'messages' list")
+        return messages
+
+    def check(self, messages: list[Any], start: int) -> None:
+        check_messages(messages, start)
+
+    def import_messages(self, messages: list[Any]) -> list[IContent]:
+        return from_messages(messages)
 
     def start(self, body: Mapping[str, Any]) -> object:
         system = body.get("system")
@@ -162,13 +165,22 @@ class AnthropicApi:
         )
         return {"system": text_of_parts(system) if system is not None else None, "tools": names}
 
-    def rebuild(
-        self, body: Mapping[str, Any], history: Sequence[IContent], breakpoints: Sequence[int]
+    def export_mode(self, body: Mapping[str, Any]) -> str:
+        return ""
+
+    def export_entry(self, item: IContent, mode: str) -> list[dict[str, Any]]:
+        return _export(item)
+
+    def assemble(
+        self,
+        body: Mapping[str, Any],
+        exported: Sequence[list[dict[str, Any]]],
+        breakpoints: Sequence[int],
     ) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
         last_of: list[int] = []  # per entry: its last message, or the one before it
-        for item in history:
-            for message in _export(item):
+        for produced in exported:
+            for message in produced:
                 if _joins(messages, message):
                     messages[-1] = _joined(messages[-1], message)
                 else:

@@ -12,6 +12,14 @@ The part is bounded in time: past ``bound_s`` it is cancelled (a compaction that
 changes nothing) and the caller forwards the request as it came. So is a result that would
 break the provider's rules, which is checked on the rebuilt body before it goes anywhere.
 
+A turn costs what it adds, not what the conversation holds. For each session the compactor
+keeps what it made of the previous request (``Seen``): its messages, the entries and digests
+they became, and each returned entry exported. A resent conversation is compared with it
+message by message; only what follows the last assistant message they share is checked,
+imported and digested again (an assistant message starts exactly one entry in both APIs,
+and calls are answered right after theirs, so nothing before it depends on what follows);
+and only the entries the daemon returns for the first time are exported.
+
 A session is named by the header ``x-hdcontext-session`` when the client sends one, else by a
 digest of the API, the client's name (its User-Agent's first word), its system prompt and
 tools, and the conversation's first entry: the same conversation resent is the same session,
@@ -24,19 +32,25 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from ...core.content import IContent
+from ...core.content import IContent, entry_from_json
+from ...core.sync import entry_digest
+from ...core.validity import problems
 from ..daemon import Daemon
-from .api import Api
+from ..resent import Conversation as Resent
+from .api import Api, Unsupported
 from .usage import Billed
 
 DEFAULT_BOUND_S = 10.0
 SESSION_PREFIX = "proxy-"
+KEPT_SESSIONS = 16
+"""Conversations whose previous request the compactor keeps (the ones used last)."""
 
 
 def now_ms() -> int:
@@ -78,10 +92,107 @@ def session_id_for(api: Api, client: str, body: Mapping[str, Any], first: IConte
     return f"{SESSION_PREFIX}{api.name}-{digest}"
 
 
+@dataclass(frozen=True)
+class Seen:
+    """What the compactor made of a session's previous request. Kept as bytes where it can
+    be (one object a message or an entry, not a tree of them), so that what the proxy holds
+    between requests adds little to what the garbage collector walks."""
+
+    messages: tuple[bytes, ...]
+    """Each message of the conversation, as JSON."""
+    wire: tuple[bytes, ...]
+    """Each entry as IContent JSON, as the daemon's sync takes it."""
+    digests: tuple[bytes, ...]
+    cuts: Mapping[int, int]
+    """Message index of each assistant message (and 0) → index of the entry it starts."""
+    mode: str = ""
+    exports: Mapping[bytes, list[dict[str, Any]]] = field(default_factory=dict)
+    """Each entry the daemon returned (its stored JSON) as the provider's messages."""
+
+
+@dataclass(frozen=True)
+class _Taken:
+    messages: tuple[bytes, ...]
+    wire: tuple[bytes, ...]
+    digests: tuple[bytes, ...]
+    cuts: dict[int, int]
+    reused: int
+    """Entries taken from the previous request as they were."""
+
+
+class _Known(Resent):
+    """The resent conversation with its digests already made (most of them last time), its
+    entries parsed only from where the daemon asks for them (what it does not hold)."""
+
+    def __init__(self, wire: Sequence[bytes], digests: Sequence[bytes]) -> None:
+        super().__init__([])
+        self._wire = wire
+        self._made = list(digests)
+
+    @property
+    def total(self) -> int:
+        return len(self._wire)
+
+    def digests(self) -> list[bytes]:
+        return list(self._made)
+
+    def raw_from(self, start: int) -> list[Any]:
+        return [orjson.loads(w) for w in self._wire[start:]]
+
+
+def _shared(messages: Sequence[bytes], before: Sequence[bytes]) -> int:
+    """How many leading messages the two requests have equal."""
+    n = min(len(messages), len(before))
+    k = 0
+    while k < n and messages[k] == before[k]:
+        k += 1
+    return k
+
+
+def _take(api: Api, messages: list[Any], seen: Seen | None) -> _Taken:
+    """The conversation as entries' JSON and digests, reusing the previous request's up to
+    the last assistant message both share."""
+    encoded = tuple(orjson.dumps(m) for m in messages)
+    cut = 0
+    if seen is not None:
+        shared = _shared(encoded, seen.messages)
+        cut = max((c for c in seen.cuts if c <= shared), default=0)
+    api.check(messages, cut)
+    tail = api.import_messages(messages[cut:])
+    kept = seen.cuts[cut] if seen is not None and cut else 0
+    # The kept part was valid and ends before an assistant message: what follows is checked.
+    found = problems(tail)
+    if found:
+        raise Unsupported(f"the conversation breaks the provider's rules ({found[0].kind})")
+    wire = [e.to_wire() for e in tail]
+    cuts = {c: e for c, e in (seen.cuts.items() if seen is not None else ()) if c <= cut}
+    cuts[0] = 0
+    ai = [kept + i for i, e in enumerate(tail) if e.speaker == "ai"]
+    assistants = [
+        cut + i
+        for i, m in enumerate(messages[cut:])
+        if isinstance(m, Mapping) and m.get("role") == "assistant"
+    ]
+    if len(ai) == len(assistants):
+        cuts.update(zip(assistants, ai, strict=True))
+    head_wire = seen.wire[:kept] if seen is not None else ()
+    head_digests = seen.digests[:kept] if seen is not None else ()
+    return _Taken(
+        messages=encoded,
+        wire=(*head_wire, *(orjson.dumps(w) for w in wire)),
+        digests=(*head_digests, *(entry_digest(w) for w in wire)),
+        cuts=cuts,
+        reused=kept,
+    )
+
+
 class Compactor:
     def __init__(self, daemon: Daemon, bound_s: float = DEFAULT_BOUND_S) -> None:
         self.daemon = daemon
         self.bound_s = bound_s
+        self.context_limit: int | None = None
+        """``contextLimit`` for the sessions the proxy opens (None: the settings' own)."""
+        self._seen: OrderedDict[str, Seen] = OrderedDict()
 
     async def compact(
         self,
@@ -105,40 +216,65 @@ class Compactor:
     async def _compact(
         self, api: Api, body: dict[str, Any], session: str | None, client: str, at: int | None
     ) -> Compacted:
-        entries = await asyncio.to_thread(api.conversation, body)
-        session_id = session or session_id_for(api, client, body, entries[0])
+        messages = api.messages(body)
+        if session is None:
+            api.check(messages[:1], 0)
+            session = session_id_for(api, client, body, api.import_messages(messages[:1])[0])
+        seen = self._seen.get(session)
+        taken = await asyncio.to_thread(_take, api, messages, seen)
         model = body.get("model")
         params: dict[str, Any] = {
-            "sessionId": session_id,
-            "entries": [e.to_wire() for e in entries],
+            "sessionId": session,
+            "entries": _Known(taken.wire, taken.digests),
         }
         if isinstance(model, str) and model:
             params["model"] = model
+        if self.context_limit is not None:
+            params["contextLimit"] = self.context_limit
         await self.daemon.sync(params)
-        result = await self.daemon.compact_result(session_id, 0, now_ms() if at is None else at)
-        history = list(result.history)
+        result = await self.daemon.compact_result(session, 0, now_ms() if at is None else at)
+        blobs = result.history.blobs
         named = result.cache.to_wire().get("breakpoints")
         breakpoints = (
             tuple(i for i in named if isinstance(i, int))
             if isinstance(named, list)
-            else (len(history) - 1,)
+            else (len(blobs) - 1,)
         )
+        mode = api.export_mode(body)
+        known = seen.exports if seen is not None and seen.mode == mode else {}
 
-        def rebuild() -> bytes:
-            out = api.rebuild(body, history, breakpoints)
+        def rebuild() -> tuple[bytes, dict[bytes, list[dict[str, Any]]]]:
+            exports: dict[bytes, list[dict[str, Any]]] = {}
+            exported: list[list[dict[str, Any]]] = []
+            for blob in blobs:
+                produced = known.get(blob)
+                if produced is None:
+                    produced = api.export_entry(entry_from_json(blob), mode)
+                exports[blob] = produced
+                exported.append(produced)
+            out = api.assemble(body, exported, breakpoints)
             if api.problems(out):
                 raise InvalidResult("the compacted request breaks the provider's rules")
-            return orjson.dumps(out)
+            return orjson.dumps(out), exports
 
-        data = await asyncio.to_thread(rebuild)
+        data, exports = await asyncio.to_thread(rebuild)
+        self._keep(
+            session, Seen(taken.messages, taken.wire, taken.digests, taken.cuts, mode, exports)
+        )
         return Compacted(
             body=data,
-            session_id=session_id,
-            entries_in=len(entries),
-            entries_out=len(history),
+            session_id=session,
+            entries_in=len(taken.wire),
+            entries_out=len(blobs),
             tokens=result.status.total_tokens,
             breakpoints=breakpoints,
         )
+
+    def _keep(self, session: str, seen: Seen) -> None:
+        self._seen[session] = seen
+        self._seen.move_to_end(session)
+        while len(self._seen) > KEPT_SESSIONS:
+            self._seen.popitem(last=False)
 
     async def record(self, session_id: str, billed: Billed, at: int | None = None) -> None:
         """``history/usage`` for the call just made."""

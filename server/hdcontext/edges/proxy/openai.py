@@ -21,7 +21,7 @@ from typing import Any
 
 from ...core.cache.pricing import caches_at_breakpoints
 from ...core.content import IContent
-from ...core.validity import payload_problems, problems
+from ...core.validity import payload_problems
 from ...formats.conversation import Conversation, FormatError
 from ...formats.exporters import openai as exporter
 from ...formats.importers import openai_chat as importer
@@ -117,17 +117,18 @@ def check(messages: list[Any]) -> None:
 class OpenAiApi:
     name = "openai"
 
-    def conversation(self, body: Mapping[str, Any]) -> list[IContent]:
+    def messages(self, body: Mapping[str, Any]) -> list[Any]:
         _, rest = split(body)
-        check(rest)
+        return rest
+
+    def check(self, messages: list[Any], start: int) -> None:
+        check(messages[start:])
+
+    def import_messages(self, messages: list[Any]) -> list[IContent]:
         try:
-            entries = list(importer.from_messages(rest).entries)
+            return list(importer.from_messages(messages).entries)
         except FormatError as exc:
             raise Unsupported("not an OpenAI conversation") from exc
-        found = problems(entries)
-        if found:
-            raise Unsupported(f"the conversation breaks the provider's rules ({found[0].kind})")
-        return entries
 
     def start(self, body: Mapping[str, Any]) -> object:
         head, _ = split(body)
@@ -139,21 +140,31 @@ class OpenAiApi:
         )
         return {"system": head, "tools": names}
 
-    def rebuild(
-        self, body: Mapping[str, Any], history: Sequence[IContent], breakpoints: Sequence[int]
-    ) -> dict[str, Any]:
-        head, rest = split(body)
+    def export_mode(self, body: Mapping[str, Any]) -> str:
+        """Thinking goes back as ``reasoning_content`` when the client sends that field."""
+        _, rest = split(body)
+        sends = any(isinstance(m, Mapping) and m.get("reasoning_content") for m in rest)
+        return "reasoning_content" if sends else "drop"
+
+    def export_entry(self, item: IContent, mode: str) -> list[dict[str, Any]]:
         thinking: exporter.ThinkingMode = (
-            "reasoning_content"
-            if any(isinstance(m, Mapping) and m.get("reasoning_content") for m in rest)
-            else "drop"
+            "reasoning_content" if mode == "reasoning_content" else "drop"
         )
+        exported = exporter.export(Conversation((item,)), thinking=thinking).payload
+        assert isinstance(exported, list)
+        return exported
+
+    def assemble(
+        self,
+        body: Mapping[str, Any],
+        exported: Sequence[list[dict[str, Any]]],
+        breakpoints: Sequence[int],
+    ) -> dict[str, Any]:
+        head, _ = split(body)
         messages: list[dict[str, Any]] = []
         last_of: list[int] = []
-        for entry in history:
-            exported = exporter.export(Conversation((entry,)), thinking=thinking).payload
-            assert isinstance(exported, list)
-            messages.extend(exported)
+        for produced in exported:
+            messages.extend(produced)
             last_of.append(len(messages) - 1)
         out = dict(body)
         model = body.get("model")

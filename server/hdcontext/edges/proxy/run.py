@@ -23,7 +23,7 @@ from yarl import URL
 from ...core.compression.types import SummarizeRequest, SummarizerError
 from ...core.session import SessionSummarizer
 from ...core.settings import Settings
-from .. import storage_lock
+from .. import memory, storage_lock
 from ..daemon import Daemon
 from ..ide_settings import IdeSettings
 from ..store import StoreError, folder_problem, prepare_folder
@@ -76,9 +76,12 @@ class Proxy:
         anthropic: str = ANTHROPIC_UPSTREAM,
         openai: str = OPENAI_UPSTREAM,
         bound_s: float = DEFAULT_BOUND_S,
+        context_limit: int | None = None,
     ) -> None:
+        compactor = Compactor(daemon, bound_s)
+        compactor.context_limit = context_limit
         self.state = ProxyState(
-            compactor=Compactor(daemon, bound_s),
+            compactor=compactor,
             upstreams={
                 "anthropic": Upstream("anthropic", URL(anthropic)),
                 "openai": Upstream("openai", URL(openai)),
@@ -123,8 +126,10 @@ def serve_proxy(
     anthropic: str,
     openai: str,
     bound_s: float,
+    context_limit: int | None = None,
 ) -> int:
     """``hdcontext proxy`` until interrupted; its exit code."""
+    memory.configure()
     os.umask(PRIVATE_UMASK)
     if not is_loopback(host):
         print(
@@ -144,13 +149,19 @@ def serve_proxy(
         print(f"hdcontext proxy: {message}", file=sys.stderr, flush=True)
         return EXIT_UNUSABLE
     try:
-        return asyncio.run(_serve(host, port, storage, anthropic, openai, bound_s))
+        return asyncio.run(_serve(host, port, storage, anthropic, openai, bound_s, context_limit))
     except KeyboardInterrupt:
         return 0
 
 
 async def _serve(
-    host: str, port: int, storage: Path, anthropic: str, openai: str, bound_s: float
+    host: str,
+    port: int,
+    storage: Path,
+    anthropic: str,
+    openai: str,
+    bound_s: float,
+    context_limit: int | None,
 ) -> int:
     daemon = Daemon(_NoEditor(), storage, IdeSettings())
     try:
@@ -159,7 +170,9 @@ async def _serve(
         await daemon.store.close()
         print(f"hdcontext proxy: {exc}", file=sys.stderr, flush=True)
         return EXIT_UNUSABLE
-    proxy = Proxy(daemon, anthropic=anthropic, openai=openai, bound_s=bound_s)
+    proxy = Proxy(
+        daemon, anthropic=anthropic, openai=openai, bound_s=bound_s, context_limit=context_limit
+    )
     try:
         listening = await proxy.start(host, port)
     except OSError as exc:
