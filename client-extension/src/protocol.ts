@@ -197,10 +197,19 @@ export interface SummarizeResult {
     text: string;
 }
 
+/** `initializationOptions.proxy`: the daemon also serves `hdcontext proxy` on loopback. */
+export interface ProxyOptions {
+    port: number;
+    anthropicUpstream?: string;
+    openaiUpstream?: string;
+    contextLimit?: number;
+}
+
 /** `initializationOptions` of `initialize`. */
 export interface InitializationOptions {
     settings?: Record<string, unknown>;
     storageDir?: string;
+    proxy?: ProxyOptions;
 }
 
 /** Method name → [params, result], for the typed client. */
