@@ -182,6 +182,27 @@ describe('WrappingModels', () => {
         models.dispose();
     });
 
+    it("through the real daemon: the chat's message breakpoints go where the daemon says, the system prompt keeps its own", async () => {
+        const model = backend();
+        state.models = [model] as never;
+        const models = new WrappingModels(host);
+        const mark = () => new LanguageModelDataPart(new TextEncoder().encode('ephemeral'), 'cache_control');
+        const system = new LanguageModelChatMessage(3 as Role, [new Text('You are an agent.'), mark()]);
+        const chat = request();
+        // Copilot's own: on the last two messages.
+        chat[3] = new LanguageModelChatMessage(Role.Assistant, [...(chat[3].content as never[]), mark()]);
+        chat[4] = new LanguageModelChatMessage(Role.User, [...(chat[4].content as never[]), mark()]);
+        await models.provideLanguageModelChatResponse(info, [system, ...chat] as never, opts(), { report: () => undefined }, new CancellationTokenSource().token as never);
+        const sent = model.sent[0].messages;
+        const marks = sent.map((m) => (m.content as unknown[]).filter((p) => p instanceof LanguageModelDataPart && p.mimeType === 'cache_control').length);
+        // The system prompt's stays; the daemon names the last message (a first request: nothing
+        // cached to anchor to), so the one on the message before it is gone.
+        assert.equal(marks[0], 1, `system: ${marks}`);
+        assert.equal(marks[marks.length - 1], 1, `last: ${marks}`);
+        assert.equal(marks.reduce((a, b) => a + b, 0), 2, `${marks}`);
+        models.dispose();
+    });
+
     it('through the real daemon: the stale read is pruned, tool calls stay paired, usage is reported', async (t) => {
         const model = backend();
         state.models = [model] as never;
