@@ -283,19 +283,12 @@ async def test_the_daemons_breakpoints_are_where_the_request_carries_them(tmp_pa
     entries whose last block gets ``cache_control`` (PROTOCOL.md)."""
     running, runners = await start(tmp_path, lambda body: [{"type": "text", "text": "ok"}])
 
-    @dataclasses.dataclass(frozen=True)
-    class Named:
-        wire: dict[str, Any]
-
-        def to_wire(self) -> dict[str, Any]:
-            return self.wire
-
     real = running.daemon.compact_result
 
     async def naming(session_id: str, pending: int = 0, at: int | None = None) -> Any:
         result = await real(session_id, pending, at)
-        wire = {**result.cache.to_wire(), "breakpoints": [0, 3]}
-        return dataclasses.replace(result, cache=Named(wire))
+        cache = result.cache.model_copy(update={"breakpoints": [0, 3]})
+        return dataclasses.replace(result, cache=cache)
 
     running.daemon.compact_result = naming  # type: ignore[method-assign]
     try:

@@ -4,7 +4,7 @@ One request: the conversation becomes IContent (the provider's importer), goes t
 as ``history/sync`` does it (these clients resend everything: what is new is appended, an
 edited or regenerated message forks), is compacted as ``history/compact`` does it with ``at``
 the time of the call, and comes back as the provider's request with the breakpoints the
-daemon named (``cache.breakpoints``; the last entry alone when the daemon names none). The
+daemon named (``cache.breakpoints``). The
 session's calls go through the daemon's own methods, so the proxy's sessions are locked,
 stored and committed exactly like an editor's, in the same private storage.
 
@@ -234,12 +234,7 @@ class Compactor:
         await self.daemon.sync(params)
         result = await self.daemon.compact_result(session, 0, now_ms() if at is None else at)
         blobs = result.history.blobs
-        named = result.cache.to_wire().get("breakpoints")
-        breakpoints = (
-            tuple(i for i in named if isinstance(i, int))
-            if isinstance(named, list)
-            else (len(blobs) - 1,)
-        )
+        breakpoints = tuple(result.cache.breakpoints) or (len(blobs) - 1,)
         mode = api.export_mode(body)
         known = seen.exports if seen is not None and seen.mode == mode else {}
 
