@@ -134,3 +134,49 @@ async def test_a_timestamp_that_is_not_an_integer_is_refused_and_changes_nothing
             ), (method, error)
         assert await _views(d.peer, "s") == before
         assert (await d.peer.fails("history/get", {"sessionId": "new"}))["code"] == -32001
+
+
+async def test_no_typed_field_of_an_entry_takes_a_value_of_another_type(storage: Path) -> None:
+    """The string fields, like the timestamp, take only their type: lax mode would turn no
+    number or boolean into a string, and this holds it so."""
+    bad: list[tuple[dict[str, Any], str]] = [
+        ({"type": "text", "text": 5}, "blocks[0].text"),
+        ({"type": "thinking", "thought": True}, "blocks[0].thought"),
+        ({"type": "code", "code": "x", "language": 3}, "blocks[0].language"),
+        (
+            {"type": "media", "mimeType": "image/png", "data": 1, "encoding": "url"},
+            "blocks[0].data",
+        ),
+    ]
+    entries: list[dict[str, Any]] = [{"speaker": "human", "blocks": [block]} for block, _ in bad]
+    entries.append(
+        {"speaker": "human", "blocks": [{"type": "text", "text": "x"}], "metadata": {"id": 7}}
+    )
+    entries.append(
+        {
+            "speaker": "ai",
+            "blocks": [{"type": "tool_call", "id": 1, "name": False, "parameters": {}}],
+        }
+    )
+    entries.append(
+        {
+            "speaker": "tool",
+            "blocks": [
+                {"type": "tool_response", "callId": 1, "toolName": "t", "result": 1, "error": 2}
+            ],
+        }
+    )
+    expected = [f"entries[{i}].{where}" for i, (_, where) in enumerate(bad)] + [
+        "entries[4].metadata.id",
+        "entries[5].blocks[0].id",
+        "entries[5].blocks[0].name",
+        "entries[6].blocks[0].callId",
+        "entries[6].blocks[0].error",
+    ]
+    async with stdio_daemon() as d:
+        await _open(d.peer, storage, "s")
+        error = await d.peer.fails("history/append", {"sessionId": "s", "entries": entries})
+        assert error["code"] == -32602
+        named = [problem.split(":")[0] for problem in error["data"]["errors"]]
+        assert named == expected, error["data"]["errors"]
+        assert (await d.peer.call("history/get", {"sessionId": "s"}))["entries"] == []
