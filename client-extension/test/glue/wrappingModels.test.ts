@@ -129,6 +129,39 @@ describe('WrappingModels', () => {
         models.dispose();
     });
 
+    it('provideTokenCount counts a message as it went to the model: a pruned read counts nothing', async () => {
+        // A backend that counts what it would read: the characters of every part.
+        const chars = (part: unknown): number =>
+            part instanceof Text
+                ? part.value.length
+                : part instanceof ToolCall
+                  ? part.name.length + JSON.stringify(part.input).length
+                  : part instanceof ToolResult
+                    ? part.content.reduce((n: number, c) => n + chars(c), 0)
+                    : 0;
+        const model = {
+            ...backend(),
+            countTokens: async (text: unknown) =>
+                typeof text === 'string' ? text.length : ((text as LanguageModelChatMessage).content as unknown[]).reduce((n: number, p) => n + chars(p), 0),
+        };
+        state.models = [model] as never;
+        const models = new WrappingModels(host);
+        const messages = request();
+        const token = new CancellationTokenSource().token as never;
+        const count = (m: LanguageModelChatMessage) => models.provideTokenCount(info, m as never, token);
+        const before = await Promise.all(messages.map(count));
+        assert.ok(before[2] > 2000, 'the read result counts whole before anything was sent');
+        await models.provideLanguageModelChatResponse(info, messages as never, opts(), { report: () => undefined }, token);
+        const sent = model.sent[0].messages.flatMap((m) => m.content as unknown[]);
+        assert.ok(!sent.some((p) => p instanceof ToolResult && p.callId === 'call-read-1'), 'the daemon pruned the stale read');
+        const after = await Promise.all(messages.map(count));
+        assert.deepEqual(after, [before[0], 0, 0, before[3], before[4]]);
+        // A message the daemon never saw counts as it is.
+        const next = new LanguageModelChatMessage(Role.User, [new Text('And now?')]);
+        assert.equal(await count(next), 'And now?'.length);
+        models.dispose();
+    });
+
     it('a daemon that cannot start: the conversation goes to the model unchanged, the answer streams back, the user is told', async () => {
         state.config['hdcontext.server.pythonPath'] = pythonWithoutHdcontext();
         const model = backend();
