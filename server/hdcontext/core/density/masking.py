@@ -54,6 +54,8 @@ class MaskingPass:
         self._answers: dict[str, list[Position]] = {}  # call id -> its responses
         self._calls: dict[str, list[tuple[Position, str | None]]] = {}  # -> key parameters
         self._live: dict[Position, OutputFacts] = {}  # outputs a pointer could stand for
+        self._order: list[Position] = []  # the same, in order
+        self._worth: dict[Position, bool] = {}  # pointer shorter and exit status kept
         self._ai: list[int] = []  # keys of AI entries, in order
         self._edits = Replacements(self.rule, self._masked, free_only)
 
@@ -78,6 +80,7 @@ class MaskingPass:
                         >= len(masked_pointer(facts, None, self._retrieve_tool)) + MIN_GAIN_CHARS
                     ):
                         self._live[position] = facts
+                        insort(self._order, position)
 
     def remove(self, key: int, entry: IContent) -> None:
         if entry.speaker == "ai":
@@ -96,11 +99,14 @@ class MaskingPass:
                 del answers[bisect_left(answers, position)]
                 if not answers:
                     del self._answers[block.call_id]
-                self._live.pop(position, None)
+                if self._live.pop(position, None) is not None:
+                    del self._order[bisect_left(self._order, position)]
+                self._worth.pop(position, None)
                 self._edits.forget(position)
 
     def _forget_answers(self, call_id: str) -> None:
         for position in self._answers.get(call_id, ()):
+            self._worth.pop(position, None)
             self._edits.forget(position)
 
     def protected(self) -> frozenset[Position]:
@@ -118,20 +124,26 @@ class MaskingPass:
             return []
         touched = {(b.key, b.block) for edit in context.earlier for b in edit.blocks}
         edits: list[Edit] = []
-        for position, facts in sorted(self._live.items()):
-            if position >= limit:
-                break
+        for position in self._order[: bisect_left(self._order, limit)]:
             if position in touched or position in context.protected:
                 continue
-            if len(self._answers[facts.call_id]) != 1:
+            facts = self._live[position]
+            if len(self._answers[facts.call_id]) != 1 or not self._worth_masking(position):
                 continue
-            pointer = masked_pointer(facts, self._key(facts.call_id), self._retrieve_tool)
-            if facts.chars < len(pointer) + MIN_GAIN_CHARS:
-                continue
-            if exit_status(pointer) != facts.exit_status:
-                continue  # a key parameter that reads as an exit status: leave it whole
             edits.append(self._edits.edit(position, context.entry_of))
         return edits
+
+    def _worth_masking(self, position: Position) -> bool:
+        """The pointer is shorter than the output (by ``MIN_GAIN_CHARS``), and reads as the
+        same exit status (a key parameter could read as one: then the output stays)."""
+        worth = self._worth.get(position)
+        if worth is None:
+            facts = self._live[position]
+            pointer = masked_pointer(facts, self._key(facts.call_id), self._retrieve_tool)
+            worth = facts.chars >= len(pointer) + MIN_GAIN_CHARS
+            worth = worth and exit_status(pointer) == facts.exit_status
+            self._worth[position] = worth
+        return worth
 
     def _limit(self, context: PassContext) -> Position | None:
         """Outputs before this position may be masked: answered (an AI entry after them) and
