@@ -29,8 +29,10 @@ from typing import Any
 from hdcontext.core.cache import ledger
 
 from . import table
-from .replay import OFF, RECENCY, Replayed, corpus, replay
-from .transcripts import Transcript, find
+from .billing import MAIN
+from .outcome import Replayed
+from .replay import OFF, RECENCY, replay
+from .transcripts import Transcript, corpus, find
 
 CAPS = (10.0, 20.0, 40.0, 80.0)
 ALLOWANCES = (0.0, 0.0025, 0.005, 0.01, 0.02)
@@ -58,7 +60,7 @@ def project(t: Transcript) -> str:
 
 
 def _cost(r: Replayed) -> float:
-    return r.cost["anthropic"]
+    return r.cost[MAIN]
 
 
 def _choose(

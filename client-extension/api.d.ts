@@ -156,6 +156,14 @@ export interface CacheReport {
     pendingTokens: number;
     /** The cache is taken to be cold (its time to live passed, or the provider said so). */
     cold: boolean;
+    /**
+     * Indices of `history` whose last block should carry a prompt-cache breakpoint (Anthropic
+     * `cache_control`, OpenAI's `prompt_cache_breakpoint`), ascending, the last entry always among
+     * them, at most `hdcontext.cache.maxBreakpoints`: put the request's message breakpoints there
+     * and nowhere else in the messages (those on tools and system stay the client's). Absent from
+     * a daemon older than that.
+     */
+    breakpoints?: number[];
 }
 
 /** What `compact` returns: the history to send to the model, and what was done to it. */

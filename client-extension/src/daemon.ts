@@ -32,6 +32,7 @@ import {
     type InterpreterChoice,
 } from './interpreter';
 import { PROTOCOL_VERSION, SETTINGS_SECTION, serverProtocolVersion, type InitializationOptions, type Status } from './protocol';
+import { proxyOptions } from './proxySettings';
 import { daemonSection } from './settingsSection';
 import type { EditorSummarizer } from './summarizer';
 
@@ -158,6 +159,11 @@ export class Daemon {
 
     private clientOptions(): LanguageClientOptions {
         const initializationOptions: InitializationOptions = { storageDir: this.host.storageDir };
+        const config = vscode.workspace.getConfiguration(SETTINGS_SECTION);
+        const proxy = proxyOptions((key) => config.get(key));
+        if (proxy) {
+            initializationOptions.proxy = proxy;
+        }
         return {
             // No documentSelector and no synchronize.fileEvents: the daemon's own watcher is the one
             // source of file writes (a save is a write on disk), and it has no language features.

@@ -200,12 +200,21 @@ export interface SummarizeResult {
     text: string;
 }
 
+/** `initializationOptions.proxy`: the daemon also serves `hdcontext proxy` on loopback. */
+export interface ProxyOptions {
+    port: number;
+    anthropicUpstream?: string;
+    openaiUpstream?: string;
+    contextLimit?: number;
+}
+
 /** `initializationOptions` of `initialize`. */
 export interface InitializationOptions {
     settings?: Record<string, unknown>;
     storageDir?: string;
     /** The tool through which the client's model calls `history/retrieve`: pointers then name it. */
     retrieveTool?: string;
+    proxy?: ProxyOptions;
 }
 
 /** Method name → [params, result], for the typed client. */

@@ -145,7 +145,9 @@ export class WrappingModels implements vscode.LanguageModelChatProvider, vscode.
             pendingTokens: estimateTokens(JSON.stringify(options.tools ?? [])),
         });
         const history = this.host.chats.apply(sessionId, result);
-        const out = toMessages(history, breakpoints, (ref) => table.has(ref));
+        // The chat's message breakpoints go where the daemon says, so that the provider's cache
+        // stays alive where held-back prunings start.
+        const out = toMessages(history, breakpoints, (ref) => table.has(ref), result.cache?.breakpoints);
         if (out.length === 0) {
             throw new Error('the daemon gave an empty history');
         }

@@ -102,6 +102,9 @@ class CacheReport(_Reply):
     edits_pending: int
     pending_tokens: int
     cold: bool
+    breakpoints: list[int] = []
+    """Indices of the returned history whose last block should carry a prompt-cache
+    breakpoint, ascending, the last entry always among them."""
 
 
 class CompactSummary(_Reply):

@@ -232,6 +232,15 @@ class Settings(BaseModel):
         "A newly cached input token, as a multiple of an uncached one; unset: from pricing.",
         ge=0,
     )
+    cache_max_breakpoints: Integer = _key(
+        "cache.maxBreakpoints",
+        2,
+        "an integer from 1 to 4",
+        "Message cache breakpoints the client places where cache.breakpoints says "
+        "(1: only the last message carries one).",
+        ge=1,
+        le=4,
+    )
 
 
 FIELDS: dict[str, tuple[str, FieldInfo]] = {
