@@ -300,6 +300,9 @@ async def test_cold_masking_waits_on_a_warm_cache_and_applies_on_a_cold_one() ->
     # b1 may go now, but it sits in the cached prefix: masking it would rewrite the cache.
     assert not warm.cache.cold and _masked_ids(warm.history) == set()
     assert warm.cache.edits_pending == 1 and warm.status.pending_tokens > 0
+    # It waits for a cold cache, which rewrites everything anyway: no breakpoint is spent
+    # anchoring it (an edit the schedule may pick on a warm call gets one).
+    assert warm.cache.breakpoints == [len(warm.history) - 1]
     assert warm.status.masked_outputs == 0
     s.append([human("and now?")])
     cold = await s.compact(at=2_000 + 301_000)  # the provider's cache has expired
@@ -336,6 +339,7 @@ async def test_always_lets_the_schedule_weigh_masking_like_any_edit() -> None:
     s.append([*bash("b2"), ai_text("b2 is done")])
     warm = await s.compact(at=2_000)
     assert warm.cache.edits_pending == 1
+    assert len(warm.cache.breakpoints) == 2  # an anchor before it, for when it pays
     cold = await s.compact(at=2_000 + 301_000)
     assert _masked_ids(cold.history) == {"b1"}
 
