@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/hdcontext compact examples/session.json --workspace-root /home/user/calc
 	@echo
-	$(BIN)/hdcontext compact examples/session.json --workspace-root /home/user/calc --context-limit 3500
+	$(BIN)/hdcontext compact examples/session.json --workspace-root /home/user/calc --context-limit 2400
 
 lint: $(STAMP)
 	$(BIN)/ruff check server tests bench examples

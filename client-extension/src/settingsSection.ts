@@ -23,6 +23,8 @@ export const DAEMON_SETTINGS: ReadonlyArray<{ key: string; scope: SettingScope }
     { key: 'compression.density.recencyRetention', scope: 'window' },
     { key: 'compression.density.schedule', scope: 'window' },
     { key: 'compression.density.keepLatestView', scope: 'window' },
+    { key: 'compression.density.masking', scope: 'window' },
+    { key: 'compression.density.maskRetention', scope: 'window' },
     { key: 'contextLimit', scope: 'window' },
     { key: 'tools.read', scope: 'window' },
     { key: 'tools.write', scope: 'window' },

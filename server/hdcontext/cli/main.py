@@ -305,7 +305,7 @@ def _table(result: CompactResult, before_entries: int, before_tokens: int) -> st
             f"\ndensity: {result.density.removals} entries removed, "
             f"{result.density.replacements} replaced · read→write entries "
             f"{m.read_write_pairs_pruned}, @file dedup {m.file_deduplications_pruned}, "
-            f"recency {m.recency_pruned}"
+            f"recency {m.recency_pruned}, masked {m.masked_pruned}"
         )
     lines.append(
         f"entries {before_entries} → {s.entry_count} · tokens {before_tokens:,} → "

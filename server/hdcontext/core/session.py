@@ -38,6 +38,7 @@ from .content import (
 )
 from .density.edits import Edit, result_of
 from .density.engine import DensityEngine
+from .density.masking import masked_weight
 from .density.types import DensityConfig, FileWrite
 from .history import History, HistorySnapshot, Prepared
 from .replies import (
@@ -169,6 +170,9 @@ class Session:
         self.overrides: dict[str, object] = {}
         self.version = 0
         self.saved_tokens = 0
+        self.masked_outputs = 0
+        """Tool outputs masking made pointers so far, and the tokens that took out."""
+        self.masked_tokens = 0
         self.dirty = False
         self._settings = settings
         self._workspace_root = workspace_root
@@ -219,6 +223,8 @@ class Session:
             saved_tokens=self.saved_tokens,
             pending_tokens=self._cache.pending_tokens,
             usage=self._cache.usage,
+            masked_outputs=self.masked_outputs,
+            masked_tokens=self.masked_tokens,
         )
 
     # -- content -------------------------------------------------------------------------
@@ -367,6 +373,8 @@ class Session:
             external_writes=writes,
             retrieve_tool=self._retrieve_tool,
             keep_latest_view=v.keep_latest_view,
+            masking=v.masking,
+            mask_retention=v.mask_retention,
         )
 
     def _optimize(
@@ -378,12 +386,16 @@ class Session:
         history = self.history
         before = history.total_tokens
         chosen = schedule(self._density.proposals(history, self.density_config(r)))
-        result = result_of([c.edit for c in chosen.apply], history.position, self._entry)
+        applied = [c.edit for c in chosen.apply]
+        masked, masked_tokens = masked_weight(applied, self._entry, history.count)
+        result = result_of(applied, history.position, self._entry)
         if not result.is_empty:  # REQ-HD-002.4 / 002.5
             history.apply_density_result(result)
             self.version += 1
         after = history.total_tokens
         self.saved_tokens += before - after
+        self.masked_outputs += masked
+        self.masked_tokens += masked_tokens
         self._cache = replace(
             self._cache,
             density_saved=self._cache.density_saved + before - after,
@@ -444,7 +456,16 @@ class Session:
                 for c in self._savings.candidates(edits, self.history, self._entry)
                 if c.saving > 0 or c.edit.informs
             ]
-            return self._cache.prompt.choose(call, candidates, all_now)
+            prompt = self._cache.prompt
+            if all_now or not prompt.warm(call):
+                return prompt.choose(call, candidates, all_now)
+            # An edit that applies only for free waits while it would cost a rewrite: while
+            # it starts inside what the request reads from the cache.
+            read = prompt.reading(call, prompt.place(call, ()))
+            held = tuple(c for c in candidates if c.edit.free_only and c.start < read)
+            rest = [c for c in candidates if not (c.edit.free_only and c.start < read)]
+            chosen = prompt.choose(call, rest, all_now)
+            return Plan(chosen.apply, chosen.wait + held)
 
         return schedule
 
@@ -555,7 +576,9 @@ class Session:
         starts = [
             p
             for c in outcome.waiting
-            if (p := history.position(c.edit.first_key)) is not None and p < call.unchanged
+            if (p := history.position(c.edit.first_key)) is not None
+            and p < call.unchanged
+            and not c.edit.free_only  # it waits for a cold cache: no anchor pays for it
         ]
         breakpoints = cache.prompt.place(call, starts)
         prompt = cache.prompt.called(
@@ -623,6 +646,8 @@ class Session:
             overrides=dict(self.overrides),
             version=self.version,
             saved_tokens=self.saved_tokens,
+            masked_outputs=self.masked_outputs,
+            masked_tokens=self.masked_tokens,
             dirty=self.dirty,
             todos=tuple(self._todos),
             todos_since=self._todos_since,
@@ -640,6 +665,8 @@ class Session:
         self.overrides = dict(state.overrides)
         self.version = state.version
         self.saved_tokens = state.saved_tokens
+        self.masked_outputs = state.masked_outputs
+        self.masked_tokens = state.masked_tokens
         self.dirty = state.dirty
         self._todos = list(state.todos)
         self._todos_since = state.todos_since
@@ -667,6 +694,7 @@ def _merge_density(first: DensityReport | None, second: DensityReport) -> Densit
             read_write_pairs_pruned=a.read_write_pairs_pruned + b.read_write_pairs_pruned,
             file_deduplications_pruned=a.file_deduplications_pruned + b.file_deduplications_pruned,
             recency_pruned=a.recency_pruned + b.recency_pruned,
+            masked_pruned=a.masked_pruned + b.masked_pruned,
         ),
         tokens_before=first.tokens_before,
         tokens_after=second.tokens_after,

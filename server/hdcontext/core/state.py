@@ -52,6 +52,8 @@ class SessionState:
     lineage: tuple[tuple[int, int], ...] | None = None
     """The transcript entries that make up the conversation as ``history/sync`` last saw it,
     as ``[start, stop)`` runs (``None``: never synced)."""
+    masked_outputs: int = 0
+    masked_tokens: int = 0
 
     def to_json(self) -> str:
         return json.dumps(
@@ -67,6 +69,8 @@ class SessionState:
                 "epoch": self.epoch,
                 "cache": _cache_to_json(self.cache),
                 "lineage": None if self.lineage is None else [list(run) for run in self.lineage],
+                "maskedOutputs": self.masked_outputs,
+                "maskedTokens": self.masked_tokens,
             },
             ensure_ascii=False,
         )
@@ -86,6 +90,8 @@ class SessionState:
             epoch=str(raw.get("epoch", "")),
             cache=_cache_from_json(raw.get("cache")),
             lineage=None if raw.get("lineage") is None else _runs(raw["lineage"]),
+            masked_outputs=int(raw.get("maskedOutputs", 0)),
+            masked_tokens=int(raw.get("maskedTokens", 0)),
         )
 
 
