@@ -456,16 +456,7 @@ class Session:
                 for c in self._savings.candidates(edits, self.history, self._entry)
                 if c.saving > 0 or c.edit.informs
             ]
-            prompt = self._cache.prompt
-            if all_now or not prompt.warm(call):
-                return prompt.choose(call, candidates, all_now)
-            # An edit that applies only for free waits while it would cost a rewrite: while
-            # it starts inside what the request reads from the cache.
-            read = prompt.reading(call, prompt.place(call, ()))
-            held = tuple(c for c in candidates if c.edit.free_only and c.start < read)
-            rest = [c for c in candidates if not (c.edit.free_only and c.start < read)]
-            chosen = prompt.choose(call, rest, all_now)
-            return Plan(chosen.apply, chosen.wait + held)
+            return self._cache.prompt.choose(call, candidates, all_now)
 
         return schedule
 

@@ -126,19 +126,24 @@ class PromptCache:
     def choose(self, call: Call, candidates: Sequence[Candidate], all_now: bool) -> Plan:
         """Which edits apply at this call (``schedule.plan``), priced against what the
         provider holds: every one when ``all_now`` (a rewrite is coming anyway) or when the
-        request would read nothing from the cache."""
+        request would read nothing from the cache. An edit that applies only for free
+        (``Edit.free_only``: masking at a cold cache) waits while it starts inside what the
+        request would read."""
         if all_now or not self.warm(call):
             return everything(candidates)
         restart = self._restart(call)
-        return plan(
-            candidates,
-            cached_end=restart(call.unchanged),
+        cached_end = restart(call.unchanged)
+        held = tuple(c for c in candidates if c.edit.free_only and c.start < cached_end)
+        chosen = plan(
+            [c for c in candidates if not (c.edit.free_only and c.start < cached_end)],
+            cached_end=cached_end,
             tokens_between=call.view.tokens_between,
             pricing=call.pricing,
             horizon=self.ledger.horizon(),
             budget=self.ledger.budget(),
             restart=restart,
         )
+        return Plan(chosen.apply, chosen.wait + held)
 
     def place(self, call: Call, waiting: Sequence[int]) -> tuple[int, ...]:
         """The request's message breakpoints, as prefix lengths, ascending: the last entry,
