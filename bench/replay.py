@@ -38,21 +38,34 @@ OFF: dict[str, object] = {
     "compression.density.readWritePruning": False,
     "compression.density.fileDedupe": False,
     "compression.density.recencyPruning": False,
+    "compression.density.masking": "off",
 }
 SEEDS: dict[str, object] = {
     "compression.density.schedule": "every-turn",
     "compression.density.keepLatestView": False,
 }
 RECENCY: dict[str, object] = {"compression.density.recencyPruning": True}
+NO_MASKING: dict[str, object] = {"compression.density.masking": "off"}
 
 ROWS: dict[str, dict[str, object]] = {
     "density off": OFF,
     "seeds: every turn, any write prunes": SEEDS,
     "seeds + recency": {**SEEDS, **RECENCY},
-    "every turn, latest view": {"compression.density.schedule": "every-turn"},
-    "default: cache-aware, latest view": {},
+    "every turn, latest view, no masking": {
+        "compression.density.schedule": "every-turn",
+        **NO_MASKING,
+    },
+    "default: cache-aware, latest view, masking cold": {},
+    "default, masking off": NO_MASKING,
+    "default, masking always": {"compression.density.masking": "always"},
+    "default, masking cold, retention 10": {"compression.density.maskRetention": 10},
     "default + recency": RECENCY,
-    "default + recency, retention 1": {**RECENCY, "compression.density.recencyRetention": 1},
+    "default + recency, masking off": {**RECENCY, **NO_MASKING},
+    "default + recency, retention 1, masking off": {
+        **RECENCY,
+        **NO_MASKING,
+        "compression.density.recencyRetention": 1,
+    },
 }
 
 Client = tuple[str, int]

@@ -238,11 +238,20 @@ def holdout(result: dict[str, Any]) -> str:
         f"{'settings':<20}{'shipped':>9}{'>1%':>5}{'held out':>10}{'>1%':>5}{'worst':>7}"
         f"{'best in sample':>16}   picks (horizon cap, batch allowance: projects)",
     ]
-    for name, row in result["rows"].items():
+    rows = {**result["rows"]}
+    if "mask_retention" in result:
+        rows["maskRetention"] = result["mask_retention"]
+    for name, row in rows.items():
         s, h, b = row["shipped"], row["held_out"], row["best_in_sample"]
         picks = "; ".join(f"{k}: {v}" for k, v in row["picks"].items())
         lines.append(
             f"{name:<20}{s['anthropic']:>9.3f}{s['dearer_1pct']:>5}{h['anthropic']:>10.3f}"
             f"{h['dearer_1pct']:>5}{h['worst']:>7.2f}{b['anthropic']:>16.3f}   {picks}"
+        )
+    if "mask_retention" in result:
+        lines.append(
+            "maskRetention: the default settings with each retention of "
+            + ", ".join(str(r) for r in result["mask_retention"]["grid"])
+            + f" (shipped {result['mask_retention']['shipped']}; picks: retention: projects)"
         )
     return "\n".join(lines)

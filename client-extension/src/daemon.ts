@@ -31,7 +31,7 @@ import {
     type CheckResult,
     type InterpreterChoice,
 } from './interpreter';
-import { PROTOCOL_VERSION, SETTINGS_SECTION, serverProtocolVersion, type InitializationOptions, type Status } from './protocol';
+import { PROTOCOL_VERSION, RETRIEVE_TOOL_NAME, SETTINGS_SECTION, serverProtocolVersion, type InitializationOptions, type Status } from './protocol';
 import { proxyOptions } from './proxySettings';
 import { daemonSection } from './settingsSection';
 import type { EditorSummarizer } from './summarizer';
@@ -158,7 +158,9 @@ export class Daemon {
     }
 
     private clientOptions(): LanguageClientOptions {
-        const initializationOptions: InitializationOptions = { storageDir: this.host.storageDir };
+        // The chat panel's models are offered hdcontext_retrieve: pointers left by pruning and
+        // masking tell the model to call it (the proxy's agents, which lack it, are told otherwise).
+        const initializationOptions: InitializationOptions = { storageDir: this.host.storageDir, retrieveTool: RETRIEVE_TOOL_NAME };
         const config = vscode.workspace.getConfiguration(SETTINGS_SECTION);
         const proxy = proxyOptions((key) => config.get(key));
         if (proxy) {

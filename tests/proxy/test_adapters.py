@@ -315,3 +315,27 @@ async def test_the_daemons_breakpoints_are_where_the_request_carries_them(tmp_pa
 def test_entries_are_plain_icontent() -> None:
     entries = conversation(ANTHROPIC, _anthropic(CONVERSATION))
     assert all(isinstance(e, IContent) for e in entries)
+
+
+async def test_the_proxys_sessions_name_no_retrieve_tool(tmp_path: Path) -> None:
+    """The editor's daemon names its retrieve tool in pointers; the agents behind the proxy
+    it also serves have no such tool, so their sessions' pointers do not name it."""
+    running, runners = await start(tmp_path, lambda body: [{"type": "text", "text": "ok"}])
+    running.daemon.retrieve_tool = "hdcontext_retrieve"
+    try:
+        async with (
+            aiohttp.ClientSession() as client,
+            client.post(
+                running.url + "/v1/messages",
+                json=_anthropic(CONVERSATION),
+                headers={"x-hdcontext-session": "agent"},
+            ) as response,
+        ):
+            assert response.status == 200
+        proxied = await running.daemon.registry.get("agent")
+        assert proxied.density_config(proxied.resolved()).retrieve_tool is None
+        await running.daemon.open({"sessionId": "editor"})
+        editor = await running.daemon.registry.get("editor")
+        assert editor.density_config(editor.resolved()).retrieve_tool == "hdcontext_retrieve"
+    finally:
+        await stop(running, runners)

@@ -105,6 +105,7 @@ class Daemon:
         self._settings_pull: asyncio.Future[None] | None = None
         self._prompt = load_compression_prompt(storage_dir)
         self._large: set[str] = set()  # sessions whose next compaction follows a large append
+        self._without_retrieve: set[str] = set()
 
     async def start(self) -> None:
         await self.store.open()
@@ -118,8 +119,14 @@ class Daemon:
             prompt=self._prompt,
             export_transcript=lambda entries: self.store.export_transcript(session_id, entries),
             epoch=uuid.uuid4().hex[:8],
-            retrieve_tool=self.retrieve_tool,
+            retrieve_tool=None if session_id in self._without_retrieve else self.retrieve_tool,
         )
+
+    def serve_without_retrieve_tool(self, session_id: str) -> None:
+        """A session whose model cannot call the editor's retrieve tool (an agent behind the
+        proxy): its pointers say to run the tool again instead of naming it. Said before the
+        session is first loaded."""
+        self._without_retrieve.add(session_id)
 
     def workspace_root(self) -> str:
         """The first workspace folder: what relative tool paths resolve against."""

@@ -220,6 +220,8 @@ class Compactor:
         if session is None:
             api.check(messages[:1], 0)
             session = session_id_for(api, client, body, api.import_messages(messages[:1])[0])
+        # The agents behind the proxy have no hdcontext_retrieve tool: pointers say so.
+        self.daemon.serve_without_retrieve_tool(session)
         seen = self._seen.get(session)
         taken = await asyncio.to_thread(_take, api, messages, seen)
         model = body.get("model")
