@@ -158,12 +158,25 @@ def _files_read(transcript: Transcript) -> tuple[dict[str, frozenset[str]], set[
     return out, changes
 
 
-async def measure(transcript: Transcript, every_call_cold: bool = False) -> Reasks:
-    """Replay one conversation with the default settings; count what masking took from the
-    requests and what the model asked for again afterwards."""
+SETTINGS: dict[str, dict[str, object]] = {
+    "default (cold, keep 3)": {},
+    "cold, keep 0": {"compression.density.maskRetention": 0},
+    "always, keep 3": {"compression.density.masking": "always"},
+}
+"""The settings each count is made with."""
+
+
+async def measure(
+    transcript: Transcript, every_call_cold: bool = False, settings: dict[str, object] | None = None
+) -> Reasks:
+    """Replay one conversation with ``settings`` (the defaults otherwise); count what masking
+    took from the requests and what the model asked for again afterwards."""
     entries = transcript.entries
     root = transcript.root
-    session = Session("reasks", workspace_root=lambda: root, clock=lambda: 0)
+    values = dict(settings or {})
+    session = Session(
+        "reasks", settings=lambda: values, workspace_root=lambda: root, clock=lambda: 0
+    )
     session.model = MODEL
     first_masked: dict[str, int] = {}  # call id -> the entry answering the first such request
     appended = 0
@@ -221,40 +234,49 @@ async def measure(transcript: Transcript, every_call_cold: bool = False) -> Reas
     return out
 
 
-async def measure_corpus(every_call_cold: bool = False) -> Reasks:
+async def measure_corpus(
+    every_call_cold: bool = False, settings: dict[str, object] | None = None
+) -> Reasks:
     total = Reasks()
     for transcript in find().transcripts:
-        total.add(await measure(transcript, every_call_cold))
+        total.add(await measure(transcript, every_call_cold, settings))
     return total
 
 
 def _line(label: str, r: Reasks) -> str:
     share = f"{100 * r.asked / r.masked:.1f}%" if r.masked else "–"
     return (
-        f"{label:<30}{r.masked:>8}{r.asked:>8}{share:>8}"
+        f"{label:<44}{r.masked:>8}{r.asked:>8}{share:>8}"
         f"{r.rerun:>8}{r.reread:>9}{r.rerun_after_change:>15}"
     )
 
 
 def main() -> None:
     started = time.perf_counter()
-    timed = asyncio.run(measure_corpus())
-    cold = asyncio.run(measure_corpus(every_call_cold=True))
+    report: dict[str, dict[str, object]] = {}
+    lines: list[str] = []
+    examples: list[str] = []
+    for label, settings in SETTINGS.items():
+        timed = asyncio.run(measure_corpus(settings=settings))
+        cold = asyncio.run(measure_corpus(every_call_cold=True, settings=settings))
+        report[label] = {"transcripts_clock": asdict(timed), "every_call_cold": asdict(cold)}
+        lines.append(_line(f"{label}, own clocks", timed))
+        lines.append(_line(f"{label}, every call cold", cold))
+        if not settings:
+            examples = cold.examples
     print(
         f"masking re-asks over {timed.conversations} conversations, {timed.calls} model calls "
-        "(default settings, Anthropic-priced session)\n"
+        "(Anthropic-priced session)\n"
     )
     print(
-        f"{'':<30}{'masked':>8}{'asked':>8}{'share':>8}{'re-run':>8}{'re-read':>9}"
+        f"{'':<44}{'masked':>8}{'asked':>8}{'share':>8}{'re-run':>8}{'re-read':>9}"
         f"{'(re-run, new)':>15}"
     )
-    print(_line("the transcripts' own clocks", timed))
-    print(_line("every call cold", cold))
-    print("\nasked again (every call cold):" + ("" if cold.examples else " none"))
-    for example in cold.examples:
+    print("\n".join(lines))
+    print("\nasked again (default, every call cold):" + ("" if examples else " none"))
+    for example in examples:
         print(f"  {example}")
     RESULTS.mkdir(exist_ok=True)
-    report = {"transcripts_clock": asdict(timed), "every_call_cold": asdict(cold)}
     (RESULTS / "masking_reasks.json").write_text(json.dumps(report, indent=2))
     print(f"\n({time.perf_counter() - started:.1f} s; bench/results/masking_reasks.json)")
 
