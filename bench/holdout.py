@@ -139,7 +139,7 @@ def run(found: Sequence[Transcript]) -> dict[str, Any]:
         kept[retention] = [_cost(asyncio.run(replay(t, settings))) for t in sessions]
     out["mask_retention"] = {
         "grid": RETENTIONS,
-        "shipped": MASK_RETENTION,
+        "default": MASK_RETENTION,
         **_held_out(kept, off, groups, MASK_RETENTION, str),
     }
     return out

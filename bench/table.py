@@ -252,6 +252,6 @@ def holdout(result: dict[str, Any]) -> str:
         lines.append(
             "maskRetention: the default settings with each retention of "
             + ", ".join(str(r) for r in result["mask_retention"]["grid"])
-            + f" (shipped {result['mask_retention']['shipped']}; picks: retention: projects)"
+            + f" (shipped {result['mask_retention']['default']}; picks: retention: projects)"
         )
     return "\n".join(lines)
