@@ -8,7 +8,8 @@
  * to send (a delta from the one this window holds), and that goes to the real model with the
  * request's tools (plus `hdcontext_retrieve`), tool mode and model options. Every part of the
  * real model's answer streams back as it comes. When the daemon cannot start or answer, the
- * conversation goes to the real model unchanged, once, and the user sees why.
+ * conversation goes to the real model unchanged, and the user sees why, once: a daemon that cannot
+ * start has said so itself (daemon.ts), so only the other reasons are warned of here.
  */
 
 import * as vscode from 'vscode';
@@ -16,7 +17,7 @@ import * as vscode from 'vscode';
 import { toEntries, toMessages, toolPairProblems, conversationId } from './chatConversion';
 import { PartTable, unchanged } from './chatParts';
 import type { ChatSessions } from './chatSessions';
-import type { Daemon } from './daemon';
+import { DaemonProblem, type Daemon } from './daemon';
 import { SETTINGS_SECTION, type Status } from './protocol';
 import { RETRIEVE_TOOL } from './retrieveTool';
 import { TOKEN_USAGE_MIME, parseUsageBytes, type ReportedUsage } from './usage';
@@ -28,6 +29,8 @@ export const DEFAULT_WRAP_VENDORS = ['copilot'];
 export const NAME_SUFFIX = ' · hdcontext';
 /** How long a request waits for the daemon (start included) before it goes out unchanged. */
 export const PREPARE_TIMEOUT_MS = 60000;
+/** How long, at most, a request waits while the daemon's environment is being installed (first use). */
+export const SETUP_TIMEOUT_MS = 5 * 60000;
 const JUSTIFICATION = 'hdcontext sends your conversation to the model you picked, with stale file reads and duplicate output pruned.';
 
 export interface WrapperHost {
@@ -85,7 +88,7 @@ export class WrappingModels implements vscode.LanguageModelChatProvider, vscode.
         let outgoing: vscode.LanguageModelChatMessage[];
         let sessionId: string | undefined;
         try {
-            const prepared = await withDeadline(this.prepare(target, messages, options, token), PREPARE_TIMEOUT_MS, token);
+            const prepared = await withDeadline(this.prepare(target, messages, options, token), token, () => this.host.daemon.settingUp);
             outgoing = prepared.messages;
             sessionId = prepared.sessionId;
         } catch (err) {
@@ -94,7 +97,9 @@ export class WrappingModels implements vscode.LanguageModelChatProvider, vscode.
             }
             const reason = errorText(err);
             this.host.log(`chat request for ${target.vendor}/${target.id}: sent unchanged (${reason})`);
-            this.host.warn(`hdcontext: ${reason}. This request went to ${target.name} with the conversation unchanged.`);
+            if (!(err instanceof DaemonProblem)) {
+                this.host.warn(`hdcontext: ${reason}. This request went to ${target.name} with the conversation unchanged.`);
+            }
             outgoing = unchanged(messages);
         }
         const tools = withRetrieveTool(options.tools);
@@ -246,9 +251,27 @@ function estimateTokens(text: string): number {
     return Math.ceil(text.length / 4);
 }
 
-function withDeadline<T>(work: Promise<T>, ms: number, token: vscode.CancellationToken): Promise<T> {
+/**
+ * PREPARE_TIMEOUT_MS for the daemon to answer; while `settingUp()` (its environment is being
+ * installed, with a notification on screen) the wait goes on, up to SETUP_TIMEOUT_MS in all.
+ */
+function withDeadline<T>(work: Promise<T>, token: vscode.CancellationToken, settingUp: () => boolean): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`the daemon did not answer within ${ms / 1000} s`)), ms);
+        const started = Date.now();
+        let timer: NodeJS.Timeout;
+        const arm = (ms: number) => {
+            timer = setTimeout(() => {
+                const waited = Date.now() - started;
+                if (settingUp() && waited < SETUP_TIMEOUT_MS) {
+                    arm(Math.min(PREPARE_TIMEOUT_MS, SETUP_TIMEOUT_MS - waited));
+                } else if (settingUp()) {
+                    reject(new Error(`it is still setting up its daemon after ${Math.round(waited / 1000)} s (see the notification)`));
+                } else {
+                    reject(new Error(`the daemon did not answer within ${Math.round(waited / 1000)} s`));
+                }
+            }, ms);
+        };
+        arm(PREPARE_TIMEOUT_MS);
         const cancel = token.onCancellationRequested(() => reject(new vscode.CancellationError()));
         work.then(resolve, reject).finally(() => {
             clearTimeout(timer);

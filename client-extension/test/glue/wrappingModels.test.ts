@@ -129,7 +129,7 @@ describe('WrappingModels', () => {
         models.dispose();
     });
 
-    it('a daemon that cannot start: the conversation goes to the model unchanged, the answer streams back, the user is told', async () => {
+    it('a daemon that cannot start: the conversation goes to the model unchanged, the answer streams back, the user is told once', async () => {
         state.config['hdcontext.server.pythonPath'] = pythonWithoutHdcontext();
         const model = backend();
         state.models = [model] as never;
@@ -146,8 +146,14 @@ describe('WrappingModels', () => {
             parts.slice(0, 2).map((p) => (p as Text).value),
             ['Hello ', 'there.'],
         );
-        assert.equal(host.warnings.length, 1);
-        assert.match(host.warnings[0], /^hdcontext: cannot start the daemon: .*cannot import hdcontext.*\. This request went to GPT Test with the conversation unchanged\.$/);
+        // Told once, by the daemon's own error, which says what happens to requests meanwhile;
+        // no second message from here, and none at the next request.
+        await models.provideLanguageModelChatResponse(info, messages as never, opts(), { report: () => undefined }, new CancellationTokenSource().token as never);
+        assert.equal(model.sent.length, 2);
+        await new Promise((r) => setTimeout(r, 20));
+        assert.equal(host.warnings.length, 0, host.warnings.join('\n'));
+        assert.equal(state.errors.length, 1, state.errors.join('\n'));
+        assert.match(state.errors[0], /^hdcontext: cannot start the daemon: .*cannot import hdcontext.*Until then, chat requests through the "· hdcontext" models go to the model unchanged\.$/);
         models.dispose();
     });
 
