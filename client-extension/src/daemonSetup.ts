@@ -156,7 +156,7 @@ export class DaemonSetup {
         let log = '';
         let downloaded = 0;
         const outcome = await vscode.window.withProgress(
-            { location: vscode.ProgressLocation.Notification, title: 'hdcontext: setting up its daemon (first use)', cancellable: true },
+            { location: vscode.ProgressLocation.Notification, title: 'hdcontext: setting up its daemon', cancellable: true },
             async (progress, token) => {
                 const abort = new AbortController();
                 const sub = token.onCancellationRequested(() => abort.abort());

@@ -27,10 +27,12 @@ export const WRAP_VENDOR = 'hdcontext';
 export const WRAP_SETTING = 'chat.wrapVendors';
 export const DEFAULT_WRAP_VENDORS = ['copilot'];
 export const NAME_SUFFIX = ' · hdcontext';
-/** How long a request waits for the daemon (start included) before it goes out unchanged. */
-export const PREPARE_TIMEOUT_MS = 60000;
-/** How long, at most, a request waits while the daemon's environment is being installed (first use). */
-export const SETUP_TIMEOUT_MS = 5 * 60000;
+export const WAITS = {
+    /** How long a request waits for the daemon (start included) before it goes out unchanged. */
+    prepareMs: 60000,
+    /** How long, at most, a request waits while the daemon's environment is being installed (first use). */
+    setupMs: 5 * 60000,
+};
 const JUSTIFICATION = 'hdcontext sends your conversation to the model you picked, with stale file reads and duplicate output pruned.';
 
 export interface WrapperHost {
@@ -252,8 +254,8 @@ function estimateTokens(text: string): number {
 }
 
 /**
- * PREPARE_TIMEOUT_MS for the daemon to answer; while `settingUp()` (its environment is being
- * installed, with a notification on screen) the wait goes on, up to SETUP_TIMEOUT_MS in all.
+ * WAITS.prepareMs for the daemon to answer; while `settingUp()` (its environment is being
+ * installed, with a notification on screen) the wait goes on, up to WAITS.setupMs in all.
  */
 function withDeadline<T>(work: Promise<T>, token: vscode.CancellationToken, settingUp: () => boolean): Promise<T> {
     return new Promise<T>((resolve, reject) => {
@@ -262,22 +264,26 @@ function withDeadline<T>(work: Promise<T>, token: vscode.CancellationToken, sett
         const arm = (ms: number) => {
             timer = setTimeout(() => {
                 const waited = Date.now() - started;
-                if (settingUp() && waited < SETUP_TIMEOUT_MS) {
-                    arm(Math.min(PREPARE_TIMEOUT_MS, SETUP_TIMEOUT_MS - waited));
+                if (settingUp() && waited < WAITS.setupMs) {
+                    arm(Math.min(WAITS.prepareMs, WAITS.setupMs - waited));
                 } else if (settingUp()) {
-                    reject(new Error(`it is still setting up its daemon after ${Math.round(waited / 1000)} s (see the notification)`));
+                    reject(new Error(`it is still setting up its daemon after ${seconds(waited)} (see the notification)`));
                 } else {
-                    reject(new Error(`the daemon did not answer within ${Math.round(waited / 1000)} s`));
+                    reject(new Error(`the daemon did not answer within ${seconds(waited)}`));
                 }
             }, ms);
         };
-        arm(PREPARE_TIMEOUT_MS);
+        arm(WAITS.prepareMs);
         const cancel = token.onCancellationRequested(() => reject(new vscode.CancellationError()));
         work.then(resolve, reject).finally(() => {
             clearTimeout(timer);
             cancel.dispose();
         });
     });
+}
+
+function seconds(ms: number): string {
+    return `${(ms / 1000).toFixed(ms < 10000 ? 1 : 0)} s`;
 }
 
 function errorText(err: unknown): string {
