@@ -18,11 +18,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/hdcontext compact examples/session.json --workspace-root /home/user/calc
 	@echo
-	$(BIN)/hdcontext compact examples/session.json --workspace-root /home/user/calc --context-limit 3500
+	$(BIN)/hdcontext compact examples/session.json --workspace-root /home/user/calc --context-limit 2400
 
 lint: $(STAMP)
-	$(BIN)/ruff check server tests
-	$(BIN)/ruff format --check server tests
+	$(BIN)/ruff check server tests bench examples
+	$(BIN)/ruff format --check server tests bench examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -18,6 +18,7 @@ from hdcontext.core.content import dump_entries
 from hdcontext.core.tokens import ENCODING_NAME
 
 from . import density, holdout, latency, profile, protocol_v2, replay, scale, table, transcripts
+from . import proxy as proxy_bench
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -97,6 +98,14 @@ def main(argv: list[str] | None = None) -> int:
         except profile.ProfileError as exc:
             report["profile"] = {"error": str(exc)}
             print(f"(no profile: {exc})")
+
+        print("8. What the proxy adds to a model call (hdcontext proxy, bench/proxy.py)")
+        try:
+            report["proxy"] = proxy_bench.run(largest, 10 if args.quick else proxy_bench.TURNS)
+            print(proxy_bench.table(report["proxy"]), end="\n\n", flush=True)
+        except (RuntimeError, OSError) as exc:
+            report["proxy"] = {"error": str(exc)}
+            print(f"(no proxy figures: {exc})")
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     text = json.dumps(report, indent=1, ensure_ascii=False) + "\n"

@@ -5,7 +5,9 @@ conversations (``replay.corpus``), with the same pricing (a request reads from t
 0.1, the entries up to the end of the last earlier request it still starts with, and writes the
 rest at 1.25: Anthropic caches a prefix only where a request ended; a call more than five
 minutes after the previous one finds the cache cold; unlike ``replay.py``, an earlier end is
-not dropped for age while the calls keep the cache warm), it reports:
+not dropped for age while the calls keep the cache warm, and it is found however far back: the
+daemon's anchors (``cache/prompt_cache.py``) keep one alive where it matters, so this is the
+cost a rule could reach with them; ``billing.py``'s ``anthropic_ends``), it reports:
 
 1. the cost of density off split into writes of new content (paid whatever pruning does: every
    token is sent once, as soon as it exists), cache reads and cold rewrites: only the last two
@@ -58,12 +60,13 @@ from hdcontext.core.content import (
 from hdcontext.core.density.edits import Edit
 from hdcontext.core.tokens import ENTRY_OVERHEAD, count_block
 
-from .replay import PROVIDERS, TTL_MS, corpus, model_calls
-from .transcripts import Transcript, find
+from .billing import PRICE_MODELS
+from .transcripts import Transcript, corpus, find, model_calls
 
-READ, WRITE = PROVIDERS["anthropic"].read, PROVIDERS["anthropic"].write
+ENDS = PRICE_MODELS["anthropic_ends"]
+READ, WRITE, TTL_MS = ENDS.read, ENDS.write, ENDS.ttl_ms
 REWRITE = WRITE - READ  # a cached token written again instead of read: 1.15
-PRICING = Pricing("anthropic", READ, WRITE, TTL_MS)
+PRICING = Pricing("anthropic", READ, WRITE, TTL_MS, at_breakpoints=True)
 _NO_EDIT = Edit("readWrite", ())
 """What a candidate stands for is the ``Item`` it was made from: ``plan`` reads no edit."""
 NEVER = 10**9

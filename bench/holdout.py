@@ -10,6 +10,10 @@ off), and the project left out is priced with them. The sum over the projects is
 schedule would have done on sessions it had never seen, next to what the shipped constants do
 on all of them.
 
+The default of ``compression.density.maskRetention`` (how many of the newest tool outputs
+masking never takes) is chosen the same way, each project priced with the retention chosen on
+the others.
+
 ``python -m bench.holdout`` prints the table and writes ``bench/results/holdout.json``.
 """
 
@@ -21,22 +25,28 @@ import json
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from hdcontext.core.cache import ledger
+from hdcontext.core.density.types import MASK_RETENTION
 
 from . import table
-from .replay import OFF, RECENCY, Replayed, corpus, replay
-from .transcripts import Transcript, find
+from .billing import MAIN
+from .outcome import Replayed
+from .replay import OFF, RECENCY, replay
+from .transcripts import Transcript, corpus, find
 
 CAPS = (10.0, 20.0, 40.0, 80.0)
 ALLOWANCES = (0.0, 0.0025, 0.005, 0.01, 0.02)
 ROWS: dict[str, dict[str, object]] = {"default": {}, "default + recency": RECENCY}
+RETENTIONS = (10, 5, 3, 2, 1, 0)
+"""``compression.density.maskRetention`` values tried, the most cautious first."""
 DEARER = 1.01
 
+G = TypeVar("G")
 Grid = tuple[float, float]
 """(horizon cap, batch allowance)."""
 
@@ -58,21 +68,46 @@ def project(t: Transcript) -> str:
 
 
 def _cost(r: Replayed) -> float:
-    return r.cost["anthropic"]
+    return r.cost[MAIN]
 
 
-def _choose(
-    costs: Mapping[Grid, Sequence[float]], off: Sequence[float], train: Sequence[int]
-) -> Grid:
+def _choose(costs: Mapping[G, Sequence[float]], off: Sequence[float], train: Sequence[int]) -> G:
     """The grid point with the lowest cost on ``train`` among those that keep every train
     session within 1% of density off (the shipped constants' own rule); ties go to the
     first, the most cautious."""
 
-    def key(g: Grid) -> tuple[bool, float]:
+    def key(g: G) -> tuple[bool, float]:
         dearer = any(costs[g][i] > DEARER * off[i] for i in train)
         return dearer, sum(costs[g][i] for i in train)
 
     return min(costs, key=key)
+
+
+def _held_out(
+    costs: Mapping[G, Sequence[float]],
+    off: Sequence[float],
+    groups: Mapping[str, Sequence[int]],
+    shipped: G,
+    label: Callable[[G], str],
+) -> dict[str, Any]:
+    """Each project priced with the grid point chosen on the others; beside it, the shipped
+    point and the best one in sample."""
+    n = len(off)
+    held_out = [0.0] * n
+    chosen: dict[str, G] = {}
+    for group, members in groups.items():
+        train = [i for i in range(n) if i not in set(members)]
+        pick = _choose(costs, off, train)
+        chosen[group] = pick
+        for i in members:
+            held_out[i] = costs[pick][i]
+    best = _choose(costs, off, range(n))
+    return {
+        "shipped": _figures(costs[shipped], off),
+        "held_out": _figures(held_out, off),
+        "best_in_sample": {**_figures(costs[best], off), "grid": label(best)},
+        "picks": {label(g): k for g, k in Counter(chosen.values()).items()},
+    }
 
 
 def run(found: Sequence[Transcript]) -> dict[str, Any]:
@@ -96,21 +131,17 @@ def run(found: Sequence[Transcript]) -> dict[str, Any]:
                 costs[(cap, allowance)] = [
                     _cost(asyncio.run(replay(t, settings))) for t in sessions
                 ]
-        held_out = [0.0] * len(sessions)
-        chosen: dict[str, Grid] = {}
-        for group, members in groups.items():
-            train = [i for i in range(len(sessions)) if i not in set(members)]
-            pick = _choose(costs, off, train)
-            chosen[group] = pick
-            for i in members:
-                held_out[i] = costs[pick][i]
-        best = _choose(costs, off, range(len(sessions)))
-        out["rows"][name] = {
-            "shipped": _figures(costs[shipped], off),
-            "held_out": _figures(held_out, off),
-            "best_in_sample": {**_figures(costs[best], off), "grid": best},
-            "picks": {f"{c:g}, {a:g}": n for (c, a), n in Counter(chosen.values()).items()},
-        }
+        out["rows"][name] = _held_out(costs, off, groups, shipped, lambda g: f"{g[0]:g}, {g[1]:g}")
+    # maskRetention, the default settings otherwise.
+    kept: dict[int, list[float]] = {}
+    for retention in RETENTIONS:
+        settings = {"compression.density.maskRetention": retention}
+        kept[retention] = [_cost(asyncio.run(replay(t, settings))) for t in sessions]
+    out["mask_retention"] = {
+        "grid": RETENTIONS,
+        "shipped": MASK_RETENTION,
+        **_held_out(kept, off, groups, MASK_RETENTION, str),
+    }
     return out
 
 

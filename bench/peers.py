@@ -15,8 +15,10 @@ from hdcontext.core.compression.tool_summary import PRUNED_POINTER
 from hdcontext.core.content import IContent, ToolResponseBlock
 from hdcontext.core.tokens import count_entry
 
-from .replay import PROVIDERS, TTL_MS, Cache, Replayed, _edited_files, _viewed_files, model_calls
-from .transcripts import Transcript
+from .billing import MAIN, PRICE_MODELS, Bill
+from .outcome import Replayed
+from .sight import blind, edited_files
+from .transcripts import Transcript, model_calls
 
 PLACEHOLDER = PRUNED_POINTER
 """What a cleared result shows (about as short as the peers' own placeholders)."""
@@ -99,8 +101,11 @@ PEERS: dict[str, Policy] = {
 
 
 def replay_peer(transcript: Transcript, policy: Policy) -> Replayed:
+    """One conversation under a peer's rule, billed under every price model with one
+    breakpoint on the last message, as the peers' agents place it."""
     entries = list(transcript.entries)
     counts = [count_entry(e) for e in entries]
+    blocks = [len(e.blocks) for e in entries]
     results: list[Result] = []
     for i, entry in enumerate(entries):
         for j, block in enumerate(entry.blocks):
@@ -117,44 +122,35 @@ def replay_peer(transcript: Transcript, policy: Policy) -> Replayed:
     previous_len = 0
     previous_at: int | None = None
     clock = 0
-    changed_from: int | None = None
-    caches = {name: Cache(p) for name, p in PROVIDERS.items()}  # a policy knows no model
+    bills = {name: Bill(model) for name, model in PRICE_MODELS.items()}
     for i in model_calls(entries):
         stamp = entries[i].timestamp
         clock = stamp if stamp is not None else clock + 10_000
         so_far = [r for r in results if r.entry < i]
-        tokens = sum(counts[:i]) - sum(r.saving for r in cleared)
-        new = policy(so_far, cleared, tokens, clock, previous_at)
-        if new:
-            cleared |= new
-            tokens -= sum(r.saving for r in new)
-            first = min(r.entry for r in new)
-            changed_from = first if changed_from is None else min(changed_from, first)
-        shared = min(previous_len, changed_from) if changed_from is not None else previous_len
-        warm = previous_at is not None and 0 <= clock - previous_at <= TTL_MS
+        new = policy(
+            so_far, cleared, sum(counts[:i]) - sum(r.saving for r in cleared), clock, previous_at
+        )
+        cleared |= new
         per_entry = list(counts[:i])
+        cleared_in: dict[int, int] = {}
         for r in cleared:
             per_entry[r.entry] -= r.saving
-        for name, cache in caches.items():
-            hit = cache.hit(shared, clock)
-            out.cost[name] += cache.cost(sum(per_entry[:hit]), tokens)
-            if name == "anthropic" and warm:
-                changed = {r.entry for r in new}
-                out.count_rewrite(
-                    sum(per_entry[j] for j in range(hit, previous_len) if j not in changed)
-                )
-            cache.called(shared, clock, i)
+            cleared_in[r.entry] = cleared_in.get(r.entry, 0) + 1
+        # Each entry by its identity (index, results cleared), which changes when it does.
+        request = [f"{j}:{cleared_in.get(j, 0)}".encode() for j in range(i)]
+        for name, bill in bills.items():
+            out.cost[name] += bill.call(request, per_entry, blocks[:i], [i], clock)
+        tokens = sum(per_entry)
         out.calls += 1
         out.tokens += tokens
         out.peak = max(out.peak, tokens)
-        out.prefix_breaks += shared < previous_len
-        edited = _edited_files(entries[i])
+        out.prefix_breaks += any(r.entry < previous_len for r in new)
+        edited = edited_files(entries[i])
         if edited:
             out.edits += len(edited)
-            seen = _viewed_files(entries[:i])
-            sent = _viewed_files(_request(entries[:i], cleared))
-            out.blind += sum(1 for f in edited if f in seen and f not in sent)
-        previous_len, previous_at, changed_from = i, clock, None
+            out.blind += blind(edited, entries[:i], _request(entries[:i], cleared))
+        previous_len, previous_at = i, clock
+    out.rewrites, out.lost = bills[MAIN].rewrites, bills[MAIN].lost
     return out
 
 

@@ -144,40 +144,45 @@ def profile(result: dict[str, Any]) -> str:
 
 def replay(summary: dict[str, Any]) -> str:
     """The cache replay: every settings row and every peer, against density off."""
+    columns = {
+        "anthropic": "Anthr.",
+        "anthropic_tail": "tail",
+        "anthropic_ends": "ends",
+        "anthropic_any_prefix": "(any)",
+        "openai": "OpenAI",
+        "gpt_5_6": "5.6+",
+    }
     lines = [
         f"{summary['sessions']} conversations, {summary['calls']} model calls; cost relative to "
-        "density off, priced per call against the previous request (5-minute cache)",
+        "density off, each request priced as the provider bills it (billing.py)",
         "",
-        f"{'settings':<54}{'tokens':>7}{'Anthr.':>8}{'(any)':>7}{'OpenAI':>8}{'5.6+':>7}"
-        f"{'dearer':>8}"
-        f"{'>1%':>5}"
-        f"{'worst':>7}{'breaks':>8}{'rewr.':>7}{'lost':>8}{'blind edits':>13}{'peak':>9}"
-        f"{'compr.':>8}",
+        f"{'settings':<54}{'tokens':>7}"
+        + "".join(f"{c:>8}" for c in columns.values())
+        + f"{'dearer':>8}{'any':>5}{'>1%':>5}{'worst':>7}{'breaks':>8}{'rewr.':>7}{'lost':>8}"
+        f"{'blind edits':>13}{'peak':>9}{'compr.':>8}",
     ]
     for name, row in summary["rows"].items():
         blind = f"{row['blind']}/{row['edits']}"
         pct = f" ({100 * row['blind'] / row['edits']:.0f}%)" if row["edits"] else ""
         lines.append(
-            f"{name:<54}{row['tokens']:>7.3f}{row['anthropic']:>8.3f}"
-            f"{row.get('anthropic_any_prefix', 0):>7.3f}{row['openai']:>8.3f}"
-            f"{row.get('gpt_5_6', 0):>7.3f}"
-            f"{row['dearer']:>8}{row['dearer_1pct']:>5}{row['worst']:>7.2f}"
-            f"{row['prefix_breaks']:>8}{row.get('rewrites', 0):>7}{_k(row.get('lost', 0)):>8}"
-            f"{blind + pct:>13}"
-            f"{_k(row['peak']):>9}{row['compressions']:>8}"
+            f"{name:<54}{row['tokens']:>7.3f}"
+            + "".join(f"{row[c]:>8.3f}" for c in columns)
+            + f"{row['dearer']:>8}{row['dearer_any']:>5}{row['dearer_1pct']:>5}"
+            f"{row['worst']:>7.2f}{row['prefix_breaks']:>8}{row['rewrites']:>7}"
+            f"{_k(row['lost']):>8}{blind + pct:>13}{_k(row['peak']):>9}{row['compressions']:>8}"
         )
     lines.append(
-        "Anthr.: Anthropic's prices, its cache hit where an earlier request ended; (any): "
-        "the same prices, hits wherever the requests agree (as OpenAI matches); OpenAI: "
-        "before GPT-5.6; 5.6+: GPT-5.6 and later (hits where a request ended, 1.25x writes, "
-        "30-minute cache); each column planned for its provider; "
-        "dearer: sessions that cost more than with density off, Anthropic-priced "
-        "(>1%: by more than 1%); breaks: "
-        "calls whose request did not start with the previous one; rewr.: breaks that made "
-        "Anthropic write again entries it held in its cache (those of the previous request past "
-        "the prefix hit that the request sends again), lost: those tokens; blind: Edit/MultiEdit "
-        "of a file the full history had a view of and the request had none; peak: the largest "
-        "request; compr.: compressions (the default 200k context limit)"
+        "Anthr.: Anthropic as it bills (entries only at breakpoints, found 20 content blocks "
+        "back at most), the daemon's breakpoints placed; tail: the same, the client placing one "
+        "on its last message only (cache.maxBreakpoints 1); ends: entries found however far "
+        "back; (any): any shared prefix read; OpenAI: before GPT-5.6; 5.6+: GPT-5.6 and later "
+        "(breakpoints, newest 80, 1.25x writes, 30 minutes); each column's session planned for "
+        "its provider; the peers place one breakpoint on the last message. dearer: sessions "
+        "that cost more than with density off (Anthropic; any: under any price model; >1%: "
+        "Anthropic, by more than 1%); breaks: calls whose request did not start with the "
+        "previous one; rewr.: calls that made Anthropic write again entries it held, lost: "
+        "those tokens; blind: Edit/MultiEdit of a file the full history had a view of and the "
+        "request had none; peak: the largest request; compr.: compressions (200k limit)"
     )
     return "\n".join(lines)
 
@@ -233,11 +238,20 @@ def holdout(result: dict[str, Any]) -> str:
         f"{'settings':<20}{'shipped':>9}{'>1%':>5}{'held out':>10}{'>1%':>5}{'worst':>7}"
         f"{'best in sample':>16}   picks (horizon cap, batch allowance: projects)",
     ]
-    for name, row in result["rows"].items():
+    rows = {**result["rows"]}
+    if "mask_retention" in result:
+        rows["maskRetention"] = result["mask_retention"]
+    for name, row in rows.items():
         s, h, b = row["shipped"], row["held_out"], row["best_in_sample"]
         picks = "; ".join(f"{k}: {v}" for k, v in row["picks"].items())
         lines.append(
             f"{name:<20}{s['anthropic']:>9.3f}{s['dearer_1pct']:>5}{h['anthropic']:>10.3f}"
             f"{h['dearer_1pct']:>5}{h['worst']:>7.2f}{b['anthropic']:>16.3f}   {picks}"
+        )
+    if "mask_retention" in result:
+        lines.append(
+            "maskRetention: the default settings with each retention of "
+            + ", ".join(str(r) for r in result["mask_retention"]["grid"])
+            + f" (shipped {result['mask_retention']['shipped']}; picks: retention: projects)"
         )
     return "\n".join(lines)

@@ -156,3 +156,14 @@ def turn(k: int, root: str) -> list[dict[str, Any]]:
             }
         ).to_wire(),
     ]
+
+
+def model_calls(entries: Sequence[IContent]) -> list[int]:
+    """Indices of the entries that answer a model call (every AI entry but a leading one):
+    the replays make a call before each."""
+    return [i for i, e in enumerate(entries) if e.speaker == "ai" and i > 0]
+
+
+def corpus(found: Sequence[Transcript], min_calls: int = 3) -> list[Transcript]:
+    """The conversations worth replaying: three model calls or more."""
+    return [t for t in found if len(model_calls(t.entries)) >= min_calls]

@@ -98,6 +98,14 @@ export interface Status {
     pendingTokens?: number;
     /** What the provider billed over the session's model calls (`history/usage`). Absent from a protocol-1 daemon. */
     usage?: Usage;
+    /**
+     * Tool outputs the model had already read that masking replaced with a pointer so far
+     * (`compression.density.masking`); each comes back whole from `history/retrieve` by its call id.
+     * Absent from a daemon without masking.
+     */
+    maskedOutputs?: number;
+    /** The tokens those outputs took, less their pointers (part of `savedTokens`). */
+    maskedTokens?: number;
 }
 
 /** Totals of the usage reported for a session's model calls. */
@@ -112,7 +120,8 @@ export interface Usage {
 export interface DensityReport {
     removals: number;
     replacements: number;
-    metadata: { readWritePairsPruned: number; fileDeduplicationsPruned: number; recencyPruned: number };
+    /** Entries each rule touched; `maskedPruned` is absent from a daemon without masking. */
+    metadata: { readWritePairsPruned: number; fileDeduplicationsPruned: number; recencyPruned: number; maskedPruned?: number };
     tokensBefore: number;
     tokensAfter: number;
 }
@@ -147,6 +156,14 @@ export interface CacheReport {
     pendingTokens: number;
     /** The cache is taken to be cold (its time to live passed, or the provider said so). */
     cold: boolean;
+    /**
+     * Indices of `history` whose last block should carry a prompt-cache breakpoint (Anthropic
+     * `cache_control`, OpenAI's `prompt_cache_breakpoint`), ascending, the last entry always among
+     * them, at most `hdcontext.cache.maxBreakpoints`: put the request's message breakpoints there
+     * and nowhere else in the messages (those on tools and system stay the client's). Absent from
+     * a daemon older than that.
+     */
+    breakpoints?: number[];
 }
 
 /** What `compact` returns: the history to send to the model, and what was done to it. */

@@ -11,7 +11,10 @@
  *   part; the way back puts the original part object in its place;
  * - Copilot's prompt-cache breakpoints (data parts of type `cache_control`) move to the newest
  *   messages on every turn, so they are kept out of the history (which would otherwise differ
- *   on every request and fork) and put back on the message at the same distance from the end.
+ *   on every request and fork). On the way back, those of the system prompt return to it; those
+ *   on the conversation's messages give way to the daemon's (`cache.breakpoints`: right after
+ *   the last part of each entry it names), or, from a daemon that names none, return to the
+ *   message at the same distance from the end.
  *
  * Everything here is deterministic: the same messages give the same entries, which is what lets
  * `history/sync` see that a conversation only grew.
@@ -42,11 +45,19 @@ export const CACHE_CONTROL_MIME = 'cache_control';
 /** The tool name of a result whose call is not in the conversation. */
 export const UNKNOWN_TOOL = 'unknown';
 
+/** A cache breakpoint part the chat put on a message. */
+export interface Breakpoint {
+    /** The message's distance from the end of the conversation (0 = the last message). */
+    fromEnd: number;
+    part: ChatPart;
+    /** On a system message: the how-manieth system message (0 = the first), else absent. */
+    system?: number;
+}
+
 /** What `toEntries` gives: the entries, and the cache breakpoints it took out. */
 export interface Converted {
     entries: IContent[];
-    /** Breakpoint parts by distance from the end of the conversation (0 = the last message). */
-    breakpoints: Array<{ fromEnd: number; part: ChatPart }>;
+    breakpoints: Breakpoint[];
 }
 
 // -- chat messages → entries -------------------------------------------------------------------
@@ -54,16 +65,19 @@ export interface Converted {
 export function toEntries(messages: readonly ChatMessage[]): Converted {
     const names = toolNames(messages);
     const entries: IContent[] = [];
-    const breakpoints: Converted['breakpoints'] = [];
+    const breakpoints: Breakpoint[] = [];
+    let systems = 0;
     messages.forEach((message, i) => {
         const parts: ChatPart[] = [];
         for (const part of message.parts) {
             if (part.kind === 'data' && part.mimeType === CACHE_CONTROL_MIME) {
-                breakpoints.push({ fromEnd: messages.length - 1 - i, part });
+                const fromEnd = messages.length - 1 - i;
+                breakpoints.push(message.role === 'system' ? { fromEnd, part, system: systems } : { fromEnd, part });
             } else {
                 parts.push(part);
             }
         }
+        systems += message.role === 'system' ? 1 : 0;
         entries.push(...messageEntries({ ...message, parts }, names));
     });
     return { entries, breakpoints };
@@ -137,36 +151,78 @@ function toolNames(messages: readonly ChatMessage[]): Map<string, string> {
 /**
  * The entries as chat messages, with the breakpoints put back. `known` tells which `vscodeRef`s
  * the way back can resolve (the parts of the request being served); a block whose ref is not
- * known becomes plain text.
+ * known becomes plain text. `at`: the daemon's `cache.breakpoints` (entry indices), where the
+ * chat's message breakpoints go instead of where the chat had them.
  */
-export function toMessages(entries: readonly IContent[], breakpoints: Converted['breakpoints'] = [], known: (ref: string) => boolean = () => true): ChatMessage[] {
+export function toMessages(
+    entries: readonly IContent[],
+    breakpoints: readonly Breakpoint[] = [],
+    known: (ref: string) => boolean = () => true,
+    at?: readonly number[],
+): ChatMessage[] {
     const out: ChatMessage[] = [];
+    /** Per entry: the message it went into, and how many parts that message had after it. */
+    const ends: Array<{ message: number; parts: number } | undefined> = [];
     for (const e of entries) {
+        ends.push(undefined);
         const meta = (e.metadata ?? {}) as Record<string, unknown>;
         const name = typeof meta.vscodeName === 'string' ? meta.vscodeName : undefined;
         const parts = e.blocks.flatMap((b) => blockParts(b, known));
+        const last = out[out.length - 1];
         if (e.speaker === 'ai') {
             if (parts.length) {
                 out.push(message('assistant', parts, name));
             }
-            continue;
-        }
-        const last = out[out.length - 1];
-        if (e.speaker === 'human' && meta.vscodeSameMessage === true && last?.role === 'user') {
+        } else if (e.speaker === 'human' && meta.vscodeSameMessage === true && last?.role === 'user') {
             last.parts.push(...parts);
-            continue;
-        }
-        if (parts.length) {
+        } else if (parts.length) {
             out.push(message(e.speaker === 'human' && meta.vscodeRole === 'system' ? 'system' : 'user', parts, name));
         }
-    }
-    for (const { fromEnd, part } of breakpoints) {
-        const target = out[out.length - 1 - fromEnd];
-        if (target) {
-            target.parts.push(part);
+        const target = out[out.length - 1];
+        if (parts.length && target) {
+            ends[ends.length - 1] = { message: out.length - 1, parts: target.parts.length };
         }
     }
+    putBreakpoints(out, breakpoints, ends, at);
     return out;
+}
+
+function putBreakpoints(
+    out: ChatMessage[],
+    breakpoints: readonly Breakpoint[],
+    ends: ReadonlyArray<{ message: number; parts: number } | undefined>,
+    at: readonly number[] | undefined,
+): void {
+    const systemOnes = breakpoints.filter((b) => b.system !== undefined);
+    const own = breakpoints.filter((b) => b.system === undefined);
+    const systems = out.flatMap((m, i) => (m.role === 'system' ? [i] : []));
+    const marked = new Set<number>();
+    for (const { part, system } of systemOnes) {
+        const index = systems[system ?? 0];
+        if (index !== undefined) {
+            out[index].parts.push(part);
+            marked.add(index);
+        }
+    }
+    if (at === undefined || own.length === 0) {
+        // No daemon's breakpoints (or a chat that places none on its messages: its model takes none).
+        for (const { fromEnd, part } of own) {
+            out[out.length - 1 - fromEnd]?.parts.push(part);
+        }
+        return;
+    }
+    const template = own[0].part;
+    // From the last one back, so that an insertion leaves the places before it as they were.
+    const places = [...new Set(at)].flatMap((i) => (ends[i] ? [ends[i]] : [])).sort((a, b) => b.message - a.message || b.parts - a.parts);
+    const done = new Set<string>();
+    for (const { message: index, parts } of places) {
+        const key = `${index}:${parts}`;
+        if (done.has(key) || (marked.has(index) && parts === out[index].parts.length - 1)) {
+            continue;
+        }
+        done.add(key);
+        out[index].parts.splice(parts, 0, template);
+    }
 }
 
 function message(role: ChatRole, parts: ChatPart[], name: string | undefined): ChatMessage {

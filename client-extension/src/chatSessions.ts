@@ -2,10 +2,13 @@
  * The chat conversations this window sent through hdcontext: which one is current (for
  * `@hdcontext` and the status bar), the order to search for a tool call (`hdcontext_retrieve`),
  * and the last history the daemon gave each, so that the next `history/compact` can answer with
- * a delta from it. No `vscode` import.
+ * a delta from it, and what each of its tool calls went to the model as (sentCalls.ts). No
+ * `vscode` import.
  */
 
+import type { ChatMessage } from './chatConversion';
 import type { IContent, WireCompactResult } from './protocol';
+import { SentCalls } from './sentCalls';
 
 /** How many conversations the window remembers at all (ids only, beyond `max`). */
 const MAX_REMEMBERED = 256;
@@ -20,8 +23,12 @@ export class ChatSessions {
     /** Most recent first. */
     private order: string[] = [];
 
+    private readonly calls: SentCalls;
+
     /** At most `max` conversations keep their history here (the others get a whole one next time). */
-    constructor(private readonly max = 16) {}
+    constructor(private readonly max = 16) {
+        this.calls = new SentCalls(max);
+    }
 
     /** The revision to ask a delta from, if this window holds one for the session. */
     base(sessionId: string): string | undefined {
@@ -31,9 +38,10 @@ export class ChatSessions {
     /**
      * The history a `history/compact` result stands for: `history` when it came whole, else the
      * delta applied to the history held for its base. Throws when the delta's base is not held
-     * (nothing is changed then).
+     * (nothing is changed then). `given`, the conversation the request handed the daemon, says
+     * which of its tool calls and results the history pruned or replaced (see `asSent`).
      */
-    apply(sessionId: string, result: WireCompactResult): IContent[] {
+    apply(sessionId: string, result: WireCompactResult, given?: readonly IContent[]): IContent[] {
         let history: IContent[];
         if (result.history !== undefined) {
             history = result.history;
@@ -55,8 +63,16 @@ export class ChatSessions {
             throw new Error('the daemon answered history/compact with neither a history nor a delta');
         }
         this.held.set(sessionId, { revision: result.revision, history });
+        if (given !== undefined) {
+            this.calls.record(sessionId, given, history);
+        }
         this.served(sessionId);
         return history;
+    }
+
+    /** A chat message as it went to the model last time (`undefined`: as it is). */
+    asSent(message: ChatMessage): ChatMessage | undefined {
+        return this.calls.asSent(message);
     }
 
     /** Marks the session as the current conversation. */

@@ -35,7 +35,8 @@ import {
     type CheckResult,
     type InterpreterChoice,
 } from './interpreter';
-import { PROTOCOL_VERSION, SETTINGS_SECTION, serverProtocolVersion, type InitializationOptions, type Status } from './protocol';
+import { PROTOCOL_VERSION, RETRIEVE_TOOL_NAME, SETTINGS_SECTION, serverProtocolVersion, type InitializationOptions, type Status } from './protocol';
+import { proxyOptions } from './proxySettings';
 import { daemonSection } from './settingsSection';
 import type { EditorSummarizer } from './summarizer';
 
@@ -223,7 +224,14 @@ export class Daemon {
     }
 
     private clientOptions(): LanguageClientOptions {
-        const initializationOptions: InitializationOptions = { storageDir: this.host.storageDir };
+        // The chat panel's models are offered hdcontext_retrieve: pointers left by pruning and
+        // masking tell the model to call it (the proxy's agents, which lack it, are told otherwise).
+        const initializationOptions: InitializationOptions = { storageDir: this.host.storageDir, retrieveTool: RETRIEVE_TOOL_NAME };
+        const config = vscode.workspace.getConfiguration(SETTINGS_SECTION);
+        const proxy = proxyOptions((key) => config.get(key));
+        if (proxy) {
+            initializationOptions.proxy = proxy;
+        }
         return {
             // No documentSelector and no synchronize.fileEvents: the daemon's own watcher is the one
             // source of file writes (a save is a write on disk), and it has no language features.

@@ -19,6 +19,7 @@ import { registerCommands } from './commands';
 import { Daemon, type ClientFactory } from './daemon';
 import { createParticipant } from './participant';
 import { PROTOCOL_VERSION, SETTINGS_SECTION, type CompactResult, type Status } from './protocol';
+import { PROXY_SETTINGS, proxyOptions } from './proxySettings';
 import { RETRIEVE_TOOL, RetrieveTool } from './retrieveTool';
 import { StatusBar } from './statusBar';
 import { EditorSummarizer, MODEL_SETTING } from './summarizer';
@@ -116,9 +117,26 @@ export async function activate(context: vscode.ExtensionContext, factory?: Clien
                 daemon.log('hdcontext.server.pythonPath changed: restarting the daemon');
                 statusBar.sessions.clear();
                 void daemon.restart().catch(() => undefined);
+            } else if (e.affectsConfiguration(`${SETTINGS_SECTION}.${PROXY_SETTINGS}`)) {
+                // The proxy is the daemon's: it listens (or stops) with the daemon's next start.
+                if (daemon.started) {
+                    daemon.log('hdcontext.proxy changed: restarting the daemon');
+                    void daemon.restart().catch(() => undefined);
+                } else if (proxyWanted()) {
+                    void daemon.ready().catch(() => undefined);
+                }
             }
         }),
     );
+    // An agent pointed at the proxy is a use nobody in the window makes: start for it.
+    if (proxyWanted()) {
+        void daemon.ready().catch(() => undefined);
+    }
+
+    function proxyWanted(): boolean {
+        const config = vscode.workspace.getConfiguration(SETTINGS_SECTION);
+        return proxyOptions((key) => config.get(key)) !== undefined;
+    }
 
     const api: HdcontextApi = {
         protocolVersion: PROTOCOL_VERSION,

@@ -71,6 +71,9 @@ export const Methods = {
     list: 'history/list',
 } as const;
 
+/** The language model tool the extension offers for `history/retrieve` (`retrieveTool.ts`). */
+export const RETRIEVE_TOOL_NAME = 'hdcontext_retrieve';
+
 /** Daemon → client. */
 export const TOKENS_NOTIFICATION = 'history/tokens';
 export const SUMMARIZE_REQUEST = 'history/summarize';
@@ -197,10 +200,21 @@ export interface SummarizeResult {
     text: string;
 }
 
+/** `initializationOptions.proxy`: the daemon also serves `hdcontext proxy` on loopback. */
+export interface ProxyOptions {
+    port: number;
+    anthropicUpstream?: string;
+    openaiUpstream?: string;
+    contextLimit?: number;
+}
+
 /** `initializationOptions` of `initialize`. */
 export interface InitializationOptions {
     settings?: Record<string, unknown>;
     storageDir?: string;
+    /** The tool through which the client's model calls `history/retrieve`: pointers then name it. */
+    retrieveTool?: string;
+    proxy?: ProxyOptions;
 }
 
 /** Method name → [params, result], for the typed client. */
@@ -235,13 +249,16 @@ export function isStatus(value: unknown): value is Status {
     }
     const numbers = ['version', 'entryCount', 'totalTokens', 'contextLimit', 'threshold', 'percent', 'savedTokens'];
     const isNumber = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
-    // pendingTokens and usage are protocol 2: checked when present, so a protocol-1 daemon still shows.
+    // pendingTokens, usage and the masked figures are protocol 2: checked when present, so a
+    // protocol-1 daemon still shows.
     const usage = value.usage;
     return (
         typeof value.sessionId === 'string' &&
         typeof value.strategy === 'string' &&
         numbers.every((k) => isNumber(value[k])) &&
         (value.pendingTokens === undefined || isNumber(value.pendingTokens)) &&
+        (value.maskedOutputs === undefined || isNumber(value.maskedOutputs)) &&
+        (value.maskedTokens === undefined || isNumber(value.maskedTokens)) &&
         (usage === undefined ||
             (isRecord(usage) && ['calls', 'inputTokens', 'cacheReadTokens', 'cacheWriteTokens', 'outputTokens'].every((k) => isNumber(usage[k]))))
     );

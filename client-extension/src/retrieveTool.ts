@@ -12,9 +12,9 @@ import * as vscode from 'vscode';
 import { retrievedText } from './chatConversion';
 import type { ChatSessions } from './chatSessions';
 import type { Daemon } from './daemon';
-import { ErrorCodes } from './protocol';
+import { ErrorCodes, RETRIEVE_TOOL_NAME } from './protocol';
 
-export const RETRIEVE_TOOL = 'hdcontext_retrieve';
+export const RETRIEVE_TOOL = RETRIEVE_TOOL_NAME;
 
 export interface RetrieveInput {
     callId: string;

@@ -23,6 +23,8 @@ export const DAEMON_SETTINGS: ReadonlyArray<{ key: string; scope: SettingScope }
     { key: 'compression.density.recencyRetention', scope: 'window' },
     { key: 'compression.density.schedule', scope: 'window' },
     { key: 'compression.density.keepLatestView', scope: 'window' },
+    { key: 'compression.density.masking', scope: 'window' },
+    { key: 'compression.density.maskRetention', scope: 'window' },
     { key: 'contextLimit', scope: 'window' },
     { key: 'tools.read', scope: 'window' },
     { key: 'tools.write', scope: 'window' },
@@ -33,6 +35,7 @@ export const DAEMON_SETTINGS: ReadonlyArray<{ key: string; scope: SettingScope }
     { key: 'cache.ttlSeconds', scope: 'window' },
     { key: 'cache.readCost', scope: 'window' },
     { key: 'cache.writeCost', scope: 'window' },
+    { key: 'cache.maxBreakpoints', scope: 'window' },
     // Where the conversation may be sent: user settings only, never a workspace's.
     { key: 'summarizer.provider', scope: 'machine' },
     { key: 'summarizer.baseUrl', scope: 'machine' },
@@ -43,6 +46,11 @@ export const DAEMON_SETTINGS: ReadonlyArray<{ key: string; scope: SettingScope }
 /** The extension's own keys (not sent to the daemon). */
 export const EXTENSION_SETTINGS: ReadonlyArray<{ key: string; scope: SettingScope }> = [
     { key: 'chat.wrapVendors', scope: 'window' },
+    { key: 'proxy.enabled', scope: 'machine' },
+    { key: 'proxy.port', scope: 'machine' },
+    { key: 'proxy.anthropicUpstream', scope: 'machine' },
+    { key: 'proxy.openaiUpstream', scope: 'machine' },
+    { key: 'proxy.contextLimit', scope: 'machine' },
     { key: 'server.pythonPath', scope: 'machine' },
     { key: 'summarizer.vscodeModel', scope: 'window' },
     { key: 'trace.server', scope: 'window' },

@@ -9,7 +9,7 @@
  * it nears the compression threshold (≥ WARNING_SHARE of threshold × limit), else `normal`.
  */
 
-import type { Status } from './protocol';
+import { RETRIEVE_TOOL_NAME, type Status } from './protocol';
 import { cacheHitRate } from './usage';
 
 export type Level = 'normal' | 'warning' | 'error';
@@ -109,7 +109,13 @@ export function statusTooltip(s: Status, extra: { sessionCount?: number } = {}):
         `Saved so far: ${formatCount(s.savedTokens)} tokens`,
     ];
     if ((s.pendingTokens ?? 0) > 0) {
-        lines.push(`Pending: ${formatCount(s.pendingTokens ?? 0)} more tokens go once pruning them costs less than re-reading the prompt cache`);
+        lines.push(
+            `Pending: ${formatCount(s.pendingTokens ?? 0)} more tokens go once pruning them costs less than re-reading the prompt cache, or once the cache has gone cold`,
+        );
+    }
+    const masked = maskedLine(s);
+    if (masked) {
+        lines.push(masked);
     }
     lines.push(cacheLine(s));
     const level = statusLevel(s);
@@ -130,6 +136,19 @@ export function statusTooltip(s: Status, extra: { sessionCount?: number } = {}):
     return lines.join('\n');
 }
 
+/** What masking took out so far and how the model gets it back, when it took anything. */
+function maskedLine(s: Status): string | undefined {
+    const n = s.maskedOutputs ?? 0;
+    if (n <= 0) {
+        return undefined;
+    }
+    const outputs = n === 1 ? '1 tool output' : `${formatCount(n)} tool outputs`;
+    return (
+        `Masked: ${outputs} the model had already read (${formatCount(s.maskedTokens ?? 0)} tokens), each now a one-line pointer; ` +
+        `the model gets any back whole with ${RETRIEVE_TOOL_NAME} and its call id`
+    );
+}
+
 /** The prompt cache as the model reported it (`history/usage`), or that it has not. */
 function cacheLine(s: Status): string {
     const hit = cacheHitRate(s.usage);
@@ -147,8 +166,16 @@ function cacheLine(s: Status): string {
 export function statusReport(s: Status): string {
     const lines = [
         `**${formatCount(s.totalTokens)}** of ${formatCount(s.contextLimit)} tokens (${formatPercent(s.percent)}) go to the model on the next call, in ${s.entryCount} ${s.entryCount === 1 ? 'entry' : 'entries'}.`,
-        `- Saved so far: ${formatCount(s.savedTokens)} tokens (stale reads, what edits left behind, duplicate @file inclusions, old tool output, compression).`,
+        `- Saved so far: ${formatCount(s.savedTokens)} tokens (stale reads, what edits left behind, duplicate @file inclusions, old and masked tool output, compression).`,
     ];
+    const masked = s.maskedOutputs ?? 0;
+    if (masked > 0) {
+        lines.push(
+            `- Masked: ${formatCount(masked)} tool ${masked === 1 ? 'output' : 'outputs'} the model had already read (${formatCount(s.maskedTokens ?? 0)} tokens) ` +
+                `became one-line pointers that name the call. Nothing is lost: the model gets any of them back with \`${RETRIEVE_TOOL_NAME}\` and the call id, ` +
+                'and *hdcontext: Show Session History…* (transcript) shows them all.',
+        );
+    }
     if ((s.pendingTokens ?? 0) > 0) {
         lines.push(`- Pending: ${formatCount(s.pendingTokens ?? 0)} more tokens will be pruned once that costs less than re-reading the prompt cache.`);
     }

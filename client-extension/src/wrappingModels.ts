@@ -128,7 +128,17 @@ export class WrappingModels implements vscode.LanguageModelChatProvider, vscode.
         token: vscode.CancellationToken,
     ): Promise<number> {
         const target = await this.target(model.id);
-        return target.countTokens(typeof text === 'string' ? text : unchanged([text])[0], token);
+        if (typeof text === 'string') {
+            return target.countTokens(text, token);
+        }
+        // A message counts as it goes to the model (chatSessions.asSent), so that the chat's
+        // own summarization, which these counts drive, comes later by what hdcontext saved.
+        const table = new PartTable();
+        const sent = this.host.chats.asSent(table.fromRequest([text])[0]);
+        if (sent === undefined) {
+            return target.countTokens(unchanged([text])[0], token);
+        }
+        return sent.parts.length ? target.countTokens(table.toVscode([sent])[0], token) : 0;
     }
 
     /** Sync, compact and convert back; throws when any of it fails. */
@@ -151,8 +161,10 @@ export class WrappingModels implements vscode.LanguageModelChatProvider, vscode.
             base: this.host.chats.base(sessionId),
             pendingTokens: estimateTokens(JSON.stringify(options.tools ?? [])),
         });
-        const history = this.host.chats.apply(sessionId, result);
-        const out = toMessages(history, breakpoints, (ref) => table.has(ref));
+        const history = this.host.chats.apply(sessionId, result, entries);
+        // The chat's message breakpoints go where the daemon says, so that the provider's cache
+        // stays alive where held-back prunings start.
+        const out = toMessages(history, breakpoints, (ref) => table.has(ref), result.cache?.breakpoints);
         if (out.length === 0) {
             throw new Error('the daemon gave an empty history');
         }

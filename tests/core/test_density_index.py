@@ -9,7 +9,9 @@ a restore after a failure). The generator aims at what the passes keep between t
 ids used twice, responses that arrive turns after their call (or before it), failed and
 unanswered calls, shell commands that change directory (so that a removed or a late-answered
 call changes where every later command ran), exit statuses, outputs already pruned, ``@file``
-inclusions of the same files again and again, and timestamps on some entries only.
+inclusions of the same files again and again, outputs long enough to be masked (and calls
+edited under a masked output, whose pointer names the call), and timestamps on some entries
+only.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ RESULTS: tuple[JsonValue, ...] = (
     {"returncode": 2, "stdout": ""},
     PRUNED_POINTER,
     "The file was updated. A snippet of it:\n" + "   7\u2192    return a + b\n" * 6,
+    "a long output line, long enough for masking to point at it\n" * 8,
+    "exit code: 1\n" + "the failure, at length, for masking to take\n" * 8,
 )
 TOOLS = (
     "read_file",
@@ -203,6 +207,8 @@ configs = st.builds(
     write_tools=st.just(WRITE_TOOLS),
     shell_tools=st.sampled_from([SHELL_TOOLS, SHELL_TOOLS, frozenset()]),
     keep_latest_view=st.booleans(),
+    masking=st.sampled_from(["off", "cold", "always"]),
+    mask_retention=st.integers(0, 3),
 )
 
 

@@ -189,3 +189,40 @@ async def test_keeping_the_latest_view_prunes_exactly_the_covered_reads(path: Pa
     assert pruned == oracle_latest_views(history)
     assert pruned <= oracle_stale_reads(history) | oracle_latest_views(history)
     assert pairing_problems(result.history) == set()
+
+
+async def test_a_read_whose_only_later_write_was_refused_stays_in_a_real_session() -> None:
+    """README, "Decisions where the seeds are silent": llxprt's optimize() counts any write
+    call; here a write counts once it happened. In this real session the user refused the one
+    MultiEdit after a Read, and the Read stays under the seeds' settings."""
+    path = (
+        TRANSCRIPTS.parent
+        / "claude-code-log"
+        / "-Users-dain-workspace-claude-code-log-sample"
+        / "0d3a8e6f-290f-4105-a327-a2496e5e2a83.jsonl"
+    )
+    if not path.exists():
+        pytest.skip(f"{path} is missing")
+    history = load(path)
+    target = "/Users/dain/workspace/claude-code-log/claude_code_log/templates/components/"
+    target += "timeline_styles.css"
+    calls = [
+        b
+        for e in history
+        for b in e.blocks
+        if isinstance(b, ToolCallBlock)
+        and isinstance(b.parameters, dict)
+        and b.parameters.get("file_path") == target
+    ]
+    assert [c.name for c in calls] == ["Read", "MultiEdit"]
+    refused = next(
+        b
+        for e in history
+        for b in e.blocks
+        if isinstance(b, ToolResponseBlock) and b.call_id == calls[1].id
+    )
+    assert refused.error is not None and "doesn't want to proceed" in refused.error
+    session = seeds(Session("real", workspace_root=lambda: "/"))
+    session.append(history)
+    result = await session.compact()
+    assert calls[0].id in call_ids(result.history)

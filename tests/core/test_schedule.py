@@ -98,11 +98,15 @@ def test_pricing_comes_from_the_model_unless_set() -> None:
     auto = resolve({"cache.ttlSeconds": 3600}, {}).values
     assert pricing_for(auto, "gemini-2.0") == Pricing("gemini", 0.25, 1.0, 3_600_000)
     defaults = resolve({}, {}).values
+    # Anthropic caches at breakpoints and finds an entry 20 content blocks back at most.
     assert pricing_for(defaults, "claude-sonnet-4") == Pricing(
-        "anthropic", 0.1, 1.25, 300_000, request_ends=True
+        "anthropic", 0.1, 1.25, 300_000, at_breakpoints=True, lookback_blocks=20
     )
-    # GPT-5.6 and later cache at breakpoints, write at 1.25x and keep a prefix 30 minutes.
-    newer = Pricing("openai", 0.1, 1.25, 1_800_000, request_ends=True)
+    # GPT-5.6 and later cache at breakpoints (never on the model's own message, found however
+    # far back), write at 1.25x and keep a prefix 30 minutes.
+    newer = Pricing(
+        "openai", 0.1, 1.25, 1_800_000, at_breakpoints=True, assistant_breakpoints=False
+    )
     for model in ("gpt-5.6", "openai/gpt-5.6-sol", "gpt-6.1-sol", "gpt-5.6-codex"):
         assert pricing_for(defaults, model) == newer, model
     for model in ("gpt-5.5", "gpt-5", "gpt-4.1", "gpt-4o", "o3-mini", None):

@@ -40,10 +40,13 @@ def test_every_protocol_key_has_its_default() -> None:
         "summarizer.apiKeyEnv",
         "compression.density.schedule",
         "compression.density.keepLatestView",
+        "compression.density.masking",
+        "compression.density.maskRetention",
         "cache.pricing",
         "cache.ttlSeconds",
         "cache.readCost",
         "cache.writeCost",
+        "cache.maxBreakpoints",
     }
     w = r.to_wire()["values"]
     assert isinstance(w, dict)
@@ -56,6 +59,7 @@ def test_every_protocol_key_has_its_default() -> None:
     assert w["compression.density.recencyPruning"] is False
     assert w["compression.density.recencyRetention"] == 3
     assert w["contextLimit"] == 200_000
+    assert w["cache.maxBreakpoints"] == 2
     assert w["watch.enabled"] is True
     assert w["tools.shell"] == ["bash", "Bash", "run_shell_command", "shell"]
     assert w["summarizer.provider"] == "client"
@@ -196,6 +200,9 @@ def test_resolved_values_are_typed_fields() -> None:
         ("cache.ttlSeconds", 0),
         ("cache.readCost", -0.1),
         ("cache.writeCost", "1.25"),
+        ("cache.maxBreakpoints", 0),
+        ("cache.maxBreakpoints", 5),
+        ("cache.maxBreakpoints", "2"),
     ],
 )
 def test_protocol_v2_settings_are_validated(key: str, value: object) -> None:

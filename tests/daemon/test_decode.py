@@ -135,3 +135,13 @@ def test_the_depth_limit_counts_levels_inside_the_message() -> None:
     refused = decode(request(MAX_DEPTH + 1))
     assert isinstance(refused, Refused) and refused.code == -32602
     assert refused.message.endswith(f"nested deeper than {MAX_DEPTH} levels")
+
+
+def test_params_left_out_reach_the_handler_as_null() -> None:
+    for body in (
+        b'{"jsonrpc":"2.0","id":1,"method":"history/list"}',
+        b'{"jsonrpc":"2.0","method":"exit"}',
+    ):
+        incoming = decode(bytearray(body))
+        assert isinstance(incoming, Incoming)
+        assert "params" in incoming.message and incoming.message["params"] is None

@@ -5,14 +5,17 @@ nor counted: it reported what the watcher sees a second time."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 
+from hdcontext.edges.watcher import says_nothing_about_writes
+
 from .conftest import now_ms
-from .harness import Daemon, call_ids, read_pair, start_daemon, text
+from .harness import Daemon, call_ids, read_pair, start_daemon, text, tool_call, tool_response
 
 MINUTE_AGO = 60_000
 SEEDS = {"compression.density.schedule": "every-turn", "compression.density.keepLatestView": False}
@@ -190,3 +193,38 @@ async def test_did_save_counts_as_a_write_and_watched_file_events_do_not(
         assert {"deleted", "other", "keep"} <= ids  # the watcher is the one source on disk
         registered = [r.method for r in d.registrations]
         assert types.WORKSPACE_DID_CHANGE_WATCHED_FILES not in registered
+
+
+async def test_pseudo_filesystems_say_nothing_about_writes(
+    storage: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """A procfs file's modification time is when the kernel made its entry (about now): the
+    check at compact took ``cat /proc/version`` for a read of a file written since, where the
+    seeds keep it (issue 23). A real file outside the workspace is still checked."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("changed since it was read\n")
+    # Read a day before the kernel made the entries (as in a log replayed from before the
+    # machine booted): their times come after the read, and say nothing all the same.
+    made = min(os.stat(p).st_mtime_ns // 1_000_000 for p in ("/proc/version", "/proc/cpuinfo"))
+    stamp = made - 86_400_000
+    async with start_daemon(storage, folders=[workspace], init_settings=SEEDS) as d:
+        await d.call("history/open", {"sessionId": "s"})
+        entries = [
+            text("human", "Which kernel is this?", timestamp=stamp),
+            *read_pair("proc", "/proc/version", "Linux version 6.1\n", timestamp=stamp),
+            tool_call("cat", "Bash", {"command": "cat /proc/cpuinfo"}, timestamp=stamp),
+            tool_response("cat", "Bash", "processor\t: 0\n", timestamp=stamp),
+            *read_pair("outside", str(outside), "as it was\n", timestamp=stamp),
+            text("ai", "Linux 6.1.", timestamp=stamp),
+        ]
+        await d.call("history/append", {"sessionId": "s", "entries": entries})
+        ids, _ = await _compact_ids(d, "s")
+        assert {"proc", "cat"} <= ids
+        assert "outside" not in ids
+
+
+def test_which_paths_are_pseudo_files() -> None:
+    for path in ("/proc/version", "/proc/self/status", "/sys/class/net/lo/mtu", "/dev/null"):
+        assert says_nothing_about_writes(path)
+    for path in ("/procedures.md", "/devices/a.py", "/home/u/proc/a.py", "/system/x", "/"):
+        assert not says_nothing_about_writes(path)

@@ -40,6 +40,8 @@ STATUS_KEYS = {
     "savedTokens",
     "pendingTokens",
     "usage",
+    "maskedOutputs",
+    "maskedTokens",
 }
 
 

@@ -107,3 +107,34 @@ async def test_a_client_that_cannot_be_asked_pushes_its_settings(storage: Path) 
         assert settings["values"]["compression.threshold"] == 0.85
         assert any("compression.threshold" in w for w in d.warnings())
         assert d.tokens[-1]["contextLimit"] == 60000
+
+
+async def test_bad_masking_settings_warn_and_change_nothing(storage: Path) -> None:
+    init = {"compression.density.masking": "sometimes", "compression.density.maskRetention": -1}
+    async with start_daemon(storage, init_settings=init) as d:
+        await d.call("history/open", {"sessionId": "s"})
+        settings = await d.call("history/settings", {"sessionId": "s"})
+        assert settings["values"]["compression.density.masking"] == "cold"
+        assert settings["values"]["compression.density.maskRetention"] == 3
+        warnings = " | ".join(d.warnings())
+        assert '"sometimes"' in warnings and "one of off, cold, always" in warnings
+        assert "maskRetention" in warnings and "an integer >= 0" in warnings
+
+        # A good value applies; a bad one after it leaves it standing.
+        for value in ("always", "never"):
+            d.client.set_configuration(
+                {"compression": {"density": {"masking": value, "maskRetention": 0}}},
+                section="hdcontext",
+            )
+            d.client.workspace_did_change_configuration(
+                types.DidChangeConfigurationParams(settings=None)
+            )
+            settings = await d.call("history/settings", {"sessionId": "s"})
+            assert settings["values"]["compression.density.masking"] == "always"
+            assert settings["values"]["compression.density.maskRetention"] == 0
+        assert any('"never"' in w for w in d.warnings())
+        err = await d.fails(
+            "history/setOverride",
+            {"sessionId": "s", "key": "compression.density.maskRetention", "value": -2},
+        )
+        assert err.code == -32602 and "maskRetention" in err.message

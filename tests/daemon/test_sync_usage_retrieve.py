@@ -177,3 +177,46 @@ async def test_a_client_with_a_retrieve_tool_gets_pointers_it_can_follow(storage
         }
         back = await d.call("history/retrieve", {"sessionId": "chat", "callId": "g1"})
         assert back["response"]["result"] == found
+
+
+async def test_masked_output_comes_back_byte_for_byte(storage: Path) -> None:
+    # The default masking (cold): the first compact finds the cache cold and masks the output
+    # the model has answered, beyond the newest (maskRetention 1 here); the pointer names the
+    # client's retrieve tool, and history/retrieve gives the output back as it was appended.
+    options = {"retrieveTool": "hdcontext_retrieve"}
+    settings = {"compression.density.maskRetention": 1}
+    output = "".join(f"src/m{n}.py:{n}: TODO — handle the case «{n}»\t\n" for n in range(40))
+    async with start_daemon(storage, init_settings=settings, init_options=options) as d:
+        await _sync(
+            d,
+            [
+                text("human", "find the TODOs"),
+                tool_call("g1", "Grep", {"pattern": "TODO", "path": "src"}),
+                tool_response("g1", "Grep", output),
+                tool_call("g2", "Grep", {"pattern": "FIXME", "path": "src"}),
+                tool_response("g2", "Grep", output.replace("TODO", "FIXME")),
+                text("ai", "There are forty of each."),
+            ],
+        )
+        result = await d.call("history/compact", {"sessionId": "chat"})
+        results = {
+            b["callId"]: b["result"]
+            for e in result["history"]
+            for b in e["blocks"]
+            if b["type"] == "tool_response"
+        }
+        assert results["g1"] == (
+            '[Output masked once read: Grep path="src" pattern="TODO" '
+            f"(40 lines, {len(output)} characters) — "
+            'call hdcontext_retrieve with callId "g1" to get it back]'
+        )
+        assert results["g2"] == output.replace("TODO", "FIXME")
+        assert result["density"]["metadata"]["maskedPruned"] == 1
+        assert result["status"]["maskedOutputs"] == 1 and result["status"]["maskedTokens"] > 0
+        assert d.tokens[-1]["maskedOutputs"] == 1
+        back = await d.call("history/retrieve", {"sessionId": "chat", "callId": "g1"})
+        assert back["response"]["result"] == output
+        assert back["call"]["parameters"] == {"pattern": "TODO", "path": "src"}
+    async with start_daemon(storage, init_settings=settings, init_options=options) as d:
+        listed = await d.call("history/list", {})  # the session is not loaded: from its state
+        assert listed["sessions"][0]["maskedOutputs"] == 1

@@ -441,3 +441,20 @@ async def test_requests_and_notifications_in_the_wrong_shape(storage: Path) -> N
             "message": "'initialized' is a notification: send it without an id",
         }
         assert await _state(d.peer) == before
+
+
+async def test_a_request_may_leave_params_out(storage: Path) -> None:
+    """JSON-RPC 2.0: ``params`` may be omitted. A method that takes none is answered; one that
+    needs some says what is missing, as it would for ``{}``."""
+    async with stdio_daemon() as d:
+        before = await _ready(d, storage)
+        d.peer.send_bytes(frame(b'{"jsonrpc":"2.0","id":7,"method":"history/list"}'))
+        listed = await d.peer.answer_to(7)
+        assert listed.get("result") == before["list"], listed
+        d.peer.send_bytes(frame(b'{"jsonrpc":"2.0","id":8,"method":"history/open"}'))
+        opened = await d.peer.answer_to(8)
+        assert opened["error"]["code"] == -32602, opened
+        assert opened["error"]["message"] == "sessionId: field required"
+        assert await _state(d.peer) == before
+        d.peer.send_bytes(frame(b'{"jsonrpc":"2.0","id":9,"method":"shutdown"}'))
+        assert (await d.peer.answer_to(9)).get("result", "missing") is None

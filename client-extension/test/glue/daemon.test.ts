@@ -105,7 +105,7 @@ describe('Daemon: interpreter, the one message, restarts', () => {
         assert.equal(client.serverOptions.command, VENV_PYTHON);
         assert.deepEqual(client.serverOptions.args, ['-m', 'hdcontext', 'serve']);
         assert.equal(client.serverOptions.transport, undefined, 'no transport: the client would append --stdio');
-        assert.deepEqual(client.clientOptions.initializationOptions, { storageDir: host.storageDir });
+        assert.deepEqual(client.clientOptions.initializationOptions, { storageDir: host.storageDir, retrieveTool: 'hdcontext_retrieve' });
         // Settings only: the daemon's own watcher is the one source of file writes.
         assert.deepEqual(client.clientOptions.synchronize, { configurationSection: 'hdcontext' });
         assert.equal(client.clientOptions.documentSelector, undefined);

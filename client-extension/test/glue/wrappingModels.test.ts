@@ -129,6 +129,39 @@ describe('WrappingModels', () => {
         models.dispose();
     });
 
+    it('provideTokenCount counts a message as it went to the model: a pruned read counts nothing', async () => {
+        // A backend that counts what it would read: the characters of every part.
+        const chars = (part: unknown): number =>
+            part instanceof Text
+                ? part.value.length
+                : part instanceof ToolCall
+                  ? part.name.length + JSON.stringify(part.input).length
+                  : part instanceof ToolResult
+                    ? part.content.reduce((n: number, c) => n + chars(c), 0)
+                    : 0;
+        const model = {
+            ...backend(),
+            countTokens: async (text: unknown) =>
+                typeof text === 'string' ? text.length : ((text as LanguageModelChatMessage).content as unknown[]).reduce((n: number, p) => n + chars(p), 0),
+        };
+        state.models = [model] as never;
+        const models = new WrappingModels(host);
+        const messages = request();
+        const token = new CancellationTokenSource().token as never;
+        const count = (m: LanguageModelChatMessage) => models.provideTokenCount(info, m as never, token);
+        const before = await Promise.all(messages.map(count));
+        assert.ok(before[2] > 2000, 'the read result counts whole before anything was sent');
+        await models.provideLanguageModelChatResponse(info, messages as never, opts(), { report: () => undefined }, token);
+        const sent = model.sent[0].messages.flatMap((m) => m.content as unknown[]);
+        assert.ok(!sent.some((p) => p instanceof ToolResult && p.callId === 'call-read-1'), 'the daemon pruned the stale read');
+        const after = await Promise.all(messages.map(count));
+        assert.deepEqual(after, [before[0], 0, 0, before[3], before[4]]);
+        // A message the daemon never saw counts as it is.
+        const next = new LanguageModelChatMessage(Role.User, [new Text('And now?')]);
+        assert.equal(await count(next), 'And now?'.length);
+        models.dispose();
+    });
+
     it('a daemon that cannot start: the conversation goes to the model unchanged, the answer streams back, the user is told once', async () => {
         state.config['hdcontext.server.pythonPath'] = pythonWithoutHdcontext();
         const model = backend();
@@ -228,6 +261,27 @@ describe('WrappingModels', () => {
         await assert.rejects(pending, (err) => err instanceof CancellationError);
         assert.equal(model.sent.length, 0);
         assert.equal(host.warnings.length, 0);
+        models.dispose();
+    });
+
+    it("through the real daemon: the chat's message breakpoints go where the daemon says, the system prompt keeps its own", async () => {
+        const model = backend();
+        state.models = [model] as never;
+        const models = new WrappingModels(host);
+        const mark = () => new LanguageModelDataPart(new TextEncoder().encode('ephemeral'), 'cache_control');
+        const system = new LanguageModelChatMessage(3 as Role, [new Text('You are an agent.'), mark()]);
+        const chat = request();
+        // Copilot's own: on the last two messages.
+        chat[3] = new LanguageModelChatMessage(Role.Assistant, [...(chat[3].content as never[]), mark()]);
+        chat[4] = new LanguageModelChatMessage(Role.User, [...(chat[4].content as never[]), mark()]);
+        await models.provideLanguageModelChatResponse(info, [system, ...chat] as never, opts(), { report: () => undefined }, new CancellationTokenSource().token as never);
+        const sent = model.sent[0].messages;
+        const marks = sent.map((m) => (m.content as unknown[]).filter((p) => p instanceof LanguageModelDataPart && p.mimeType === 'cache_control').length);
+        // The system prompt's stays; the daemon names the last message (a first request: nothing
+        // cached to anchor to), so the one on the message before it is gone.
+        assert.equal(marks[0], 1, `system: ${marks}`);
+        assert.equal(marks[marks.length - 1], 1, `last: ${marks}`);
+        assert.equal(marks.reduce((a, b) => a + b, 0), 2, `${marks}`);
         models.dispose();
     });
 

@@ -85,6 +85,40 @@ describe('chat messages → entries', () => {
         const back = toMessages(pruned, breakpoints);
         assert.ok(back[back.length - 1].parts.includes(breakpoint));
     });
+
+    it("the daemon's breakpoints replace the chat's message ones; the system prompt keeps its own", () => {
+        const mark: ChatPart = { kind: 'data', mimeType: CACHE_CONTROL_MIME, data: bytes('ephemeral') };
+        const chat = agentChat();
+        chat[0].parts.push(mark); // the system prompt's
+        chat[3].parts.push(mark); // the chat's two on the newest messages
+        chat[5].parts.push(mark);
+        const { entries, breakpoints } = toEntries(chat);
+        assert.deepEqual(
+            breakpoints.map((b) => b.system),
+            [0, undefined, undefined],
+        );
+        // The daemon names entry 1 (an anchor: the first user message) and entry 5 (the tool
+        // entry that shares the last user message with the text after it).
+        const back = toMessages(entries, breakpoints, () => true, [1, 5]);
+        const marks = back.map((m) => m.parts.filter((p) => p === mark).length);
+        assert.deepEqual(marks, [1, 1, 0, 0, 0, 1]);
+        // Right after the entry's own parts: between the tool result and the text that follows.
+        assert.deepEqual(
+            back[5].parts.map((p) => p.kind),
+            ['toolResult', 'data', 'text'],
+        );
+        assert.deepEqual(back[1].parts.map((p) => p.kind), ['text', 'data']);
+        // A breakpoint on the system prompt's entry is not doubled.
+        const onSystem = toMessages(entries, breakpoints, () => true, [0, 6]);
+        assert.deepEqual(
+            onSystem.map((m) => m.parts.filter((p) => p === mark).length),
+            [1, 0, 0, 0, 0, 1],
+        );
+        // A chat that puts none on its messages (a model that takes none) gets none.
+        const plain = toEntries(agentChat());
+        const none = toMessages(plain.entries, plain.breakpoints, () => true, [1, 6]);
+        assert.ok(none.every((m) => m.parts.every((p) => p.kind !== 'data')));
+    });
 });
 
 describe('entries → chat messages', () => {

@@ -26,6 +26,9 @@ describe('protocol constants', () => {
         const usage = { calls: 1, inputTokens: 10, cacheReadTokens: 0, cacheWriteTokens: 10, outputTokens: 2 };
         assert.ok(isStatus({ ...s, pendingTokens: 0, usage }));
         assert.ok(!isStatus({ ...s, pendingTokens: 'x' }));
+        assert.ok(isStatus({ ...s, maskedOutputs: 2, maskedTokens: 900 }));
+        assert.ok(!isStatus({ ...s, maskedOutputs: '2' }));
+        assert.ok(!isStatus({ ...s, maskedTokens: null }));
         assert.ok(!isStatus({ ...s, usage: { ...usage, inputTokens: null } }));
         assert.ok(!isStatus({ ...s, totalTokens: '3' }));
         assert.ok(!isStatus({ ...s, percent: Number.NaN }));

@@ -81,6 +81,11 @@ describe('package.json contributions', () => {
         assert.deepEqual(prop('compression.density.schedule').enum, ['cache-aware', 'every-turn']);
         assert.equal(prop('compression.density.schedule').default, 'cache-aware');
         assert.equal(prop('compression.density.keepLatestView').default, true);
+        assert.deepEqual(prop('compression.density.masking').enum, ['off', 'cold', 'always']);
+        assert.equal(prop('compression.density.masking').default, 'cold');
+        assert.equal(prop('compression.density.maskRetention').type, 'integer');
+        assert.equal(prop('compression.density.maskRetention').default, 3);
+        assert.equal(prop('compression.density.maskRetention').minimum, 0);
         assert.deepEqual(prop('cache.pricing').enum, ['auto', 'anthropic', 'openai', 'gemini', 'none']);
         assert.equal(prop('cache.pricing').default, 'auto');
         // Unset (null) means "from cache.pricing".

@@ -154,6 +154,27 @@ describe('pending pruning and the prompt cache (protocol 2)', () => {
     });
 });
 
+describe('masking (what it took out, how to get it back)', () => {
+    it('the tooltip says how many outputs, how many tokens, and names the retrieve tool', () => {
+        const tip = statusTooltip(status({ maskedOutputs: 14, maskedTokens: 23456 }));
+        assert.match(tip, /Masked: 14 tool outputs the model had already read \(23,456 tokens\), each now a one-line pointer; the model gets any back whole with hdcontext_retrieve and its call id/);
+        assert.match(statusTooltip(status({ maskedOutputs: 1, maskedTokens: 80 })), /Masked: 1 tool output the model/);
+        assert.doesNotMatch(statusTooltip(status()), /Masked/);
+        assert.doesNotMatch(statusTooltip(status({ maskedOutputs: 0, maskedTokens: 0 })), /Masked/);
+    });
+
+    it('the @hdcontext /status report', () => {
+        const report = statusReport(status({ maskedOutputs: 14, maskedTokens: 23456 }));
+        assert.match(report, /- Masked: 14 tool outputs the model had already read \(23,456 tokens\) became one-line pointers that name the call\./);
+        assert.match(report, /gets any of them back with `hdcontext_retrieve` and the call id/);
+        assert.doesNotMatch(statusReport(status()), /Masked/);
+    });
+
+    it('the pending line says masking may wait for a cold cache', () => {
+        assert.match(statusTooltip(status({ pendingTokens: 500 })), /or once the cache has gone cold/);
+    });
+});
+
 describe('SessionTracker', () => {
     it('the most recently updated session is active', () => {
         const t = new SessionTracker();

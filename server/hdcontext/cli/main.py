@@ -173,6 +173,58 @@ def _parser() -> argparse.ArgumentParser:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="hdcontext's own log level on stderr (pygls stays at WARNING: it logs messages)",
     )
+    proxy = sub.add_parser(
+        "proxy",
+        help="an Anthropic- and OpenAI-compatible endpoint on loopback that puts hdcontext "
+        "in front of any agent",
+        description="Serve POST /v1/messages (Anthropic) and POST /v1/chat/completions "
+        "(OpenAI) on loopback: each request's conversation goes to an hdcontext session, is "
+        "compacted against the provider's prompt cache, and goes upstream with the rest of "
+        "the request as sent; the answer comes back unchanged. Any other path is passed "
+        "through. Point an agent at it (ANTHROPIC_BASE_URL=http://127.0.0.1:PORT, or an "
+        "OpenAI base URL of http://127.0.0.1:PORT/v1). What hdcontext cannot carry, or fails "
+        "at, goes upstream as it came.",
+    )
+    proxy.add_argument(
+        "--port", type=int, default=8787, help="port to listen on (default: 8787; 0 picks one)"
+    )
+    proxy.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default: loopback; another one lets other machines in)",
+    )
+    proxy.add_argument(
+        "--anthropic-upstream",
+        default="https://api.anthropic.com",
+        help="where Anthropic requests go (default: https://api.anthropic.com)",
+    )
+    proxy.add_argument(
+        "--openai-upstream",
+        default="https://api.openai.com/v1",
+        help="where OpenAI requests go, as an OpenAI base URL (default: https://api.openai.com/v1)",
+    )
+    proxy.add_argument(
+        "--storage-dir",
+        type=Path,
+        default=None,
+        help="where sessions persist (default: the platform's user data folder, as serve); "
+        "locked while the proxy runs",
+    )
+    proxy.add_argument(
+        "--bound-seconds",
+        type=float,
+        default=10.0,
+        help="longest time hdcontext may take on a request before it goes upstream as it came "
+        "(default: 10)",
+    )
+    proxy.add_argument(
+        "--context-limit",
+        type=_positive,
+        default=None,
+        help="contextLimit of the sessions the proxy opens, in tokens (default: the setting's, "
+        "200,000): set it to the model's window, or compression starts early",
+    )
+    proxy.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 
 
@@ -253,7 +305,7 @@ def _table(result: CompactResult, before_entries: int, before_tokens: int) -> st
             f"\ndensity: {result.density.removals} entries removed, "
             f"{result.density.replacements} replaced · read→write entries "
             f"{m.read_write_pairs_pruned}, @file dedup {m.file_deduplications_pruned}, "
-            f"recency {m.recency_pruned}"
+            f"recency {m.recency_pruned}, masked {m.masked_pruned}"
         )
     lines.append(
         f"entries {before_entries} → {s.entry_count} · tokens {before_tokens:,} → "
@@ -444,6 +496,30 @@ def serve_main(args: argparse.Namespace) -> int:
     return serve_stdio(storage, args.max_message_bytes)
 
 
+def proxy_main(args: argparse.Namespace) -> int:
+    """``hdcontext proxy``: until interrupted (exit 3 when another daemon has the folder)."""
+    import platformdirs
+
+    from ..edges.logs import configure_logging
+    from ..edges.proxy.run import serve_proxy
+
+    configure_logging(getattr(logging, args.log_level))
+    storage: Path | None = args.storage_dir
+    if storage is not None and "\x00" in str(storage):
+        print("hdcontext: --storage-dir contains a NUL character", file=sys.stderr)
+        return 2
+    folder = storage or Path(platformdirs.user_data_dir("hdcontext", appauthor=False))
+    return serve_proxy(
+        host=args.host,
+        port=args.port,
+        storage=folder.expanduser().resolve(),
+        anthropic=args.anthropic_upstream,
+        openai=args.openai_upstream,
+        bound_s=args.bound_seconds,
+        context_limit=args.context_limit,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "compact":
@@ -452,6 +528,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return convert_main(args)
     if args.command == "serve":
         return serve_main(args)
+    if args.command == "proxy":
+        return proxy_main(args)
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -17,6 +17,7 @@ from pydantic import (
     ConfigDict,
     Field,
     JsonValue,
+    Strict,
     TypeAdapter,
     ValidationError,
 )
@@ -122,7 +123,10 @@ BLOCK_TYPES = frozenset({"text", "tool_call", "tool_response", "thinking", "medi
 
 
 class Metadata(_Wire):
-    timestamp: int | None = None
+    # Strict: pydantic's lax mode would store ``"123"`` as 123 and ``true`` as 1, and hand
+    # back something the client never sent. The string fields need no such care: lax mode
+    # turns nothing but bytes (which JSON cannot carry) into a string.
+    timestamp: Annotated[int, Strict()] | None = None
     id: str | None = None
 
 

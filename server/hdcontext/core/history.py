@@ -63,6 +63,7 @@ class Prepared:
     counts: list[int]
     shown: list[bool]
     stamps: list[int | None]
+    blocks: list[int]
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ class _View:
     stamps: list[int | None]  # each entry's metadata.timestamp
     curated_tokens: list[int]  # 0 where the curated view leaves an entry out
     origins: list[int]  # the transcript entry each comes from; -1: made here (a summary)
+    blocks: list[int]  # content blocks the curated view shows of each (0 where left out)
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,7 @@ class HistorySnapshot:
 class History:
     def __init__(self, counter: Callable[[IContent], int] = count_entry) -> None:
         self._count = counter
-        self._view = _View([], [], [], [], [], [], [])
+        self._view = _View([], [], [], [], [], [], [], [])
         self._compressed_upto = 0  # transcript entries a compression summarized, at most
         self._curated_len = 0
         self._total = 0
@@ -101,6 +103,8 @@ class History:
         self._changed_from: int | None = None  # first raw index changed since mark_stable
         self._cum: list[int] = [0]  # running sums of curated tokens (tokens_between)
         self._cum_view: _View | None = None
+        self._cum_blocks: list[int] = [0]  # running sums of curated blocks (blocks_between)
+        self._cum_blocks_view: _View | None = None
         self._transcript: list[Blob] = []
         self.journal = Journal()
 
@@ -187,6 +191,26 @@ class History:
         start = min(max(start, 0), stop)
         return cum[stop] - cum[start]
 
+    def blocks_between(self, start: int, stop: int) -> int:
+        """Content blocks the curated view shows of entries ``start`` to ``stop - 1``: how a
+        provider that finds cache entries a number of blocks back (Anthropic) measures the
+        distance between two places in a request. Running sums, as ``tokens_between``."""
+        view = self._view
+        cum = self._cum_blocks
+        if self._cum_blocks_view is not view:
+            cum = self._cum_blocks = [0]
+            self._cum_blocks_view = view
+        n = len(view.blocks)
+        if len(cum) > n + 1:
+            del cum[n + 1 :]
+        running = cum[-1]
+        for count in view.blocks[len(cum) - 1 :]:
+            running += count
+            cum.append(running)
+        stop = min(max(stop, 0), n)
+        start = min(max(start, 0), stop)
+        return cum[stop] - cum[start]
+
     def curated_tokens_at(self, index: int) -> int:
         """What the entry at ``index`` adds to the curated view (0 for a hidden one)."""
         return self._view.curated_tokens[index]
@@ -201,6 +225,15 @@ class History:
         if self._curated_len == len(view.raw):
             return raw_index
         return sum(view.shown[:raw_index])
+
+    def shown_before(self, stop: int) -> int | None:
+        """The working-view index of the last entry before ``stop`` that the curated view
+        shows (the one a breakpoint at ``stop`` sits on), or ``None``."""
+        shown = self._view.shown
+        for index in range(min(stop, len(shown)) - 1, -1, -1):
+            if shown[index]:
+                return index
+        return None
 
     # -- what changed since the last reply -------------------------------------------------
 
@@ -228,6 +261,7 @@ class History:
             counts=[self._count(e) for e in entries],
             shown=[not is_empty_ai(e) for e in entries],
             stamps=[e.timestamp for e in entries],
+            blocks=[_shown_blocks(e) for e in entries],
         )
 
     def append(self, entries: Sequence[IContent] | Prepared) -> None:
@@ -245,6 +279,7 @@ class History:
         view.shown.extend(ready.shown)
         view.stamps.extend(ready.stamps)
         view.curated_tokens.extend(contributions)
+        view.blocks.extend(ready.blocks)
         view.origins.extend(range(len(self._transcript), len(self._transcript) + n))
         self._curated_len += sum(ready.shown)
         self._total += sum(contributions)
@@ -260,18 +295,19 @@ class History:
         old = self._view
         check_density_result(result, len(old.raw))
         replaced = {
-            i: (entry_json(e), self._count(e), not is_empty_ai(e), e.timestamp)
+            i: (entry_json(e), self._count(e), not is_empty_ai(e), e.timestamp, _shown_blocks(e))
             for i, e in result.replacements.items()
         }
         raw, counts, keys = list(old.raw), list(old.tokens), list(old.keys)
         shown, stamps, curated = list(old.shown), list(old.stamps), list(old.curated_tokens)
-        origins = list(old.origins)
-        for index, (blob, count, visible, stamp) in replaced.items():
+        origins, blocks = list(old.origins), list(old.blocks)
+        for index, (blob, count, visible, stamp, shown_blocks) in replaced.items():
             raw[index], counts[index], shown[index], stamps[index] = blob, count, visible, stamp
             curated[index] = count if visible else 0
+            blocks[index] = shown_blocks
         removals = sorted(set(result.removals), reverse=True)
         for index in removals:
-            for values in (raw, counts, keys, shown, stamps, curated, origins):
+            for values in (raw, counts, keys, shown, stamps, curated, origins, blocks):
                 del values[index]
         touched = sorted({*replaced, *removals})
         if not touched:
@@ -280,7 +316,7 @@ class History:
             removed=tuple((old.keys[i], old.raw[i]) for i in touched),
             added=tuple((old.keys[i], replaced[i][0]) for i in sorted(replaced)),
         )
-        self._view = _View(raw, counts, keys, shown, stamps, curated, origins)
+        self._view = _View(raw, counts, keys, shown, stamps, curated, origins, blocks)
         self._curated_len = sum(shown)
         self._total = sum(curated)
         self._touched(touched[0])
@@ -316,7 +352,8 @@ class History:
             if i == j == same:
                 same += 1
         shown = [not is_empty_ai(e) for e in new]
-        self._install(blobs, counts, shown, [e.timestamp for e in new], origins=origins)
+        stamps = [e.timestamp for e in new]
+        self._install(blobs, counts, shown, stamps, origins=origins, entries=new)
         if -1 in origins:
             self._compressed_upto = len(self._transcript)
         self._touched(same)
@@ -346,6 +383,7 @@ class History:
             old.stamps[:index],
             old.curated_tokens[:index],
             old.origins[:index],
+            old.blocks[:index],
         )
         self._curated_len = sum(self._view.shown)
         self._total = sum(self._view.curated_tokens)
@@ -363,6 +401,7 @@ class History:
             [not is_empty_ai(e) for e in entries],
             [e.timestamp for e in entries],
             origins=list(seqs),
+            entries=entries,
         )
         self._compressed_upto = 0
         self._touched(0)
@@ -370,19 +409,20 @@ class History:
     def recalculate_total_tokens(self) -> None:
         """REQ-HD-003.6: recount every entry (after a tokenizer change, or to verify the cache)."""
         view = self._view
-        counts = [self._count(e) for e in self.raw]
+        entries = list(self.raw)
         self._install(
             list(view.raw),
-            counts,
+            [self._count(e) for e in entries],
             list(view.shown),
             list(view.stamps),
             list(view.keys),
             list(view.origins),
+            entries=entries,
         )
 
     def clear(self) -> None:
         """Empty the working view. The transcript keeps everything: nothing is ever lost."""
-        self._install([], [], [], [], origins=[])
+        self._install([], [], [], [], origins=[], entries=[])
         self._compressed_upto = 0
         self._touched(0)
 
@@ -394,8 +434,11 @@ class History:
         stamps: list[int | None],
         keys: list[int] | None = None,
         origins: list[int] | None = None,
+        *,
+        entries: Sequence[IContent],
     ) -> None:
-        """Install a whole new working view (with new keys, unless it brings its own)."""
+        """Install a whole new working view (with new keys, unless it brings its own);
+        ``entries`` are the blobs parsed, for what is kept beside each."""
         if keys is None:
             keys = list(range(self._next_key, self._next_key + len(blobs)))
             self._next_key += len(blobs)
@@ -408,7 +451,10 @@ class History:
         curated = [c if s else 0 for c, s in zip(counts, shown, strict=True)]
         if origins is None or len(origins) != len(blobs):
             raise ValueError("one origin per entry")
-        self._view = _View(blobs, counts, keys, shown, stamps, curated, origins)
+        if len(entries) != len(blobs):
+            raise ValueError("one parsed entry per entry")
+        blocks = [_shown_blocks(e) for e in entries]
+        self._view = _View(blobs, counts, keys, shown, stamps, curated, origins, blocks)
         self._curated_len = sum(shown)
         self._total = sum(curated)
         self.journal.reset()
@@ -441,6 +487,7 @@ class History:
             stamps,
             None if keys is None else list(keys),
             origins,
+            entries=entries,
         )
         self._transcript = list(transcript)
         self._compressed_upto = len(self._transcript) if -1 in origins else 0
@@ -473,6 +520,7 @@ class History:
             view.stamps,
             view.curated_tokens,
             view.origins,
+            view.blocks,
         ):
             del values[snap.length :]
         del snap.transcript[snap.transcript_length :]
@@ -486,3 +534,9 @@ class History:
             self._compressed_upto,
         ) = snap.totals
         self.journal.reset()
+
+
+def _shown_blocks(entry: IContent) -> int:
+    """The content blocks a provider counts of ``entry`` in the curated view (each text, tool
+    call, tool result, thinking, media and code block; none for an entry left out)."""
+    return 0 if is_empty_ai(entry) else len(entry.blocks)

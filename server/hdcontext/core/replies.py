@@ -48,6 +48,10 @@ class Status(_Reply):
     saved_tokens: int
     pending_tokens: int = 0
     usage: Usage = Usage()
+    masked_outputs: int = 0
+    """Tool outputs masking made pointers so far (``history/retrieve`` gives each back)."""
+    masked_tokens: int = 0
+    """What those outputs weighed, less their pointers (part of ``saved_tokens``)."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -61,6 +65,7 @@ class DensityCounts(_Reply):
     read_write_pairs_pruned: int = 0
     file_deduplications_pruned: int = 0
     recency_pruned: int = 0
+    masked_pruned: int = 0
 
     @classmethod
     def of(cls, metadata: DensityMetadata) -> DensityCounts:
@@ -68,6 +73,7 @@ class DensityCounts(_Reply):
             read_write_pairs_pruned=metadata.read_write_pairs_pruned,
             file_deduplications_pruned=metadata.file_deduplications_pruned,
             recency_pruned=metadata.recency_pruned,
+            masked_pruned=metadata.masked_pruned,
         )
 
 
@@ -96,6 +102,9 @@ class CacheReport(_Reply):
     edits_pending: int
     pending_tokens: int
     cold: bool
+    breakpoints: list[int] = []
+    """Indices of the returned history whose last block should carry a prompt-cache
+    breakpoint, ascending, the last entry always among them."""
 
 
 class CompactSummary(_Reply):

@@ -15,11 +15,10 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from .cache import prefixes
-from .cache.prefixes import End
 from .cache.pricing import Pricing, pricing_for
+from .cache.prompt_cache import Call
 from .cache.savings import Savings
-from .cache.schedule import Candidate, Plan, everything, plan
+from .cache.schedule import Candidate, Plan, everything
 from .compression.factory import get_strategy
 from .compression.prompts import COMPRESSION_PROMPT
 from .compression.types import (
@@ -32,12 +31,14 @@ from .compression.types import (
 from .content import (
     IContent,
     Metadata,
+    ThinkingBlock,
     ToolCallBlock,
     ToolResponseBlock,
     dump_entries,
 )
 from .density.edits import Edit, result_of
 from .density.engine import DensityEngine
+from .density.masking import masked_weight
 from .density.types import DensityConfig, FileWrite
 from .history import History, HistorySnapshot, Prepared
 from .replies import (
@@ -133,6 +134,19 @@ class SessionSnapshot:
     state: SessionState
 
 
+@dataclass(frozen=True)
+class _Outcome:
+    """What a compaction did, for its reply."""
+
+    applied: int
+    waiting: tuple[Candidate, ...]
+    """The density edits left waiting (the reply anchors a breakpoint before them)."""
+    density: DensityReport | None
+    compression: CompressionReport | None
+    over: bool
+    steps: tuple[Step, ...]
+
+
 class Session:
     def __init__(
         self,
@@ -156,6 +170,9 @@ class Session:
         self.overrides: dict[str, object] = {}
         self.version = 0
         self.saved_tokens = 0
+        self.masked_outputs = 0
+        """Tool outputs masking made pointers so far, and the tokens that took out."""
+        self.masked_tokens = 0
         self.dirty = False
         self._settings = settings
         self._workspace_root = workspace_root
@@ -206,6 +223,8 @@ class Session:
             saved_tokens=self.saved_tokens,
             pending_tokens=self._cache.pending_tokens,
             usage=self._cache.usage,
+            masked_outputs=self.masked_outputs,
+            masked_tokens=self.masked_tokens,
         )
 
     # -- content -------------------------------------------------------------------------
@@ -291,9 +310,10 @@ class Session:
                 "output_tokens": usage.output_tokens + (output_tokens or 0),
             }
         )
-        not_caching = input_tokens > 0 and read == 0 and write == 0
-        ledger = replace(self._cache.ledger, cold_reported=not_caching)
-        self._cache = replace(self._cache, usage=total, ledger=ledger)
+        prompt = self._cache.prompt
+        if input_tokens > 0 and read == 0 and write == 0:
+            prompt = prompt.reported_cold()
+        self._cache = replace(self._cache, usage=total, prompt=prompt)
         self.version += 1
 
     # -- what density took away -----------------------------------------------------------
@@ -353,23 +373,29 @@ class Session:
             external_writes=writes,
             retrieve_tool=self._retrieve_tool,
             keep_latest_view=v.keep_latest_view,
+            masking=v.masking,
+            mask_retention=v.mask_retention,
         )
 
     def _optimize(
         self, r: Resolved, schedule: Callable[[list[Edit]], Plan]
-    ) -> tuple[DensityReport, int]:
+    ) -> tuple[DensityReport, Plan]:
         """The continuous strategy's ``optimize`` (high-density's: the density engine, which
         the session keeps across turns instead of folding it cold every time), with the edits
-        ``schedule`` picks applied; the others are left pending. Also: how many applied."""
+        ``schedule`` picks applied; the others are left pending. Also: the plan."""
         history = self.history
         before = history.total_tokens
         chosen = schedule(self._density.proposals(history, self.density_config(r)))
-        result = result_of([c.edit for c in chosen.apply], history.position, self._entry)
+        applied = [c.edit for c in chosen.apply]
+        masked, masked_tokens = masked_weight(applied, self._entry, history.count)
+        result = result_of(applied, history.position, self._entry)
         if not result.is_empty:  # REQ-HD-002.4 / 002.5
             history.apply_density_result(result)
             self.version += 1
         after = history.total_tokens
         self.saved_tokens += before - after
+        self.masked_outputs += masked
+        self.masked_tokens += masked_tokens
         self._cache = replace(
             self._cache,
             density_saved=self._cache.density_saved + before - after,
@@ -383,7 +409,7 @@ class Session:
             tokens_before=before,
             tokens_after=after,
         )
-        return report, len(chosen.apply)
+        return report, chosen
 
     def _entry(self, key: int) -> IContent:
         index = self.history.position(key)
@@ -391,29 +417,34 @@ class Session:
             raise RuntimeError("a density edit names an entry the history does not hold")
         return self.history.raw[index]
 
-    def _held(self, pricing: Pricing, at: int, warm: bool) -> tuple[tuple[End, ...], int]:
-        """The ends of the prefixes the provider may hold for a call at ``at`` that the
-        working view still starts with, and where the prefix it holds ends (0: none): the
-        first entry changed since the previous reply for a provider that matches any shared
-        prefix, the last request end before it for one that caches only at request ends."""
-        if not warm:
-            return (), 0
-        mark = self._cache.reply
-        unchanged = min(_unchanged(mark, self.history.changed_from), len(self.history.raw_json))
-        previous = (mark.raw_len, self._cache.ledger.last_at or 0)
-        ends = prefixes.live(mark.earlier, previous, at, pricing.ttl_ms, unchanged)
-        return ends, prefixes.hit(ends, unchanged) if pricing.request_ends else unchanged
+    def _call(self, r: Resolved, pricing: Pricing, at: int) -> Call:
+        """This model call's request as the prompt cache sees it, the history as it is now."""
+        history = self.history
+        length = len(history.raw_json)
+        unchanged = min(_unchanged(self._cache.reply, history.changed_from), length)
 
-    def _scheduler(
-        self,
-        r: Resolved,
-        pricing: Pricing,
-        cached_end: int,
-        all_now: bool,
-        restart: Callable[[int], int] | None,
-    ) -> Callable[[list[Edit]], Plan]:
-        """How this compaction picks edits: all of them (the seeds' schedule, a cold cache,
-        a rewrite coming anyway), or as the cache-aware schedule says."""
+        def carries(p: int) -> bool:
+            index = history.shown_before(p)
+            if index is None:
+                return False
+            entry = history.raw[index]
+            if entry.speaker == "ai" and not pricing.assistant_breakpoints:
+                return False
+            return bool(entry.blocks) and not isinstance(entry.blocks[-1], ThinkingBlock)
+
+        return Call(
+            view=history,
+            length=length,
+            unchanged=unchanged,
+            at=at,
+            pricing=pricing,
+            slots=r.values.cache_max_breakpoints,
+            carries=carries,
+        )
+
+    def _scheduler(self, r: Resolved, call: Call, all_now: bool) -> Callable[[list[Edit]], Plan]:
+        """How this compaction picks edits: all of them (the seeds' schedule), or as the
+        prompt cache says (all of them too when a rewrite is coming anyway)."""
 
         def schedule(edits: list[Edit]) -> Plan:
             if r.values.schedule == "every-turn":
@@ -425,18 +456,7 @@ class Session:
                 for c in self._savings.candidates(edits, self.history, self._entry)
                 if c.saving > 0 or c.edit.informs
             ]
-            if all_now:
-                return everything(candidates)
-            ledger = self._cache.ledger
-            return plan(
-                candidates,
-                cached_end=cached_end,
-                tokens_between=self.history.tokens_between,
-                pricing=pricing,
-                horizon=ledger.horizon(),
-                budget=ledger.budget(),
-                restart=restart,
-            )
+            return self._cache.prompt.choose(call, candidates, all_now)
 
         return schedule
 
@@ -491,27 +511,28 @@ class Session:
         """
         at = self._clock() if at is None else at
         pending = max(0, pending_tokens)
-        applied = 0
         r = self.resolved()
         limit = r.values.context_limit
         strategy = get_strategy(r.values.strategy)
         pricing = pricing_for(r.values, self.model)
         history = self.history
-        warm = self._cache.ledger.warm(at, pricing)
-        ends, cached_end = self._held(pricing, at, warm)
-        restart = (lambda i: prefixes.hit(ends, i)) if pricing.request_ends else None
+        call = self._call(r, pricing, at)
+        warm = self._cache.prompt.warm(call)
         steps: list[Step] = []
         density: DensityReport | None = None
         compression: CompressionReport | None = None
         optimizes = strategy.trigger.mode == "continuous" and can_optimize(strategy)
         edits_waiting = self._cache.pending_edits > 0
+        applied: list[Candidate] = []
+        waiting: tuple[Candidate, ...] = ()
 
         if optimizes and (self.dirty or edits_waiting):  # REQ-HD-002.1-002.3
             # Compression would rewrite the history, and a cold cache holds nothing: in
             # either case every edit applies now (and may spare the compression).
             due = history.total_tokens + pending >= r.threshold * limit
-            schedule = self._scheduler(r, pricing, cached_end, due or not warm, restart)
-            density, applied = self._optimize(r, schedule)
+            density, chosen = self._optimize(r, self._scheduler(r, call, due))
+            applied += chosen.apply
+            waiting = chosen.wait
             steps.append(Step("optimize", density.tokens_before, density.tokens_after))
         self.dirty = False  # REQ-HD-002.7
 
@@ -521,76 +542,70 @@ class Session:
 
         if history.total_tokens + pending > limit:  # REQ-HD-002.8
             if optimizes:
-                extra, more = self._optimize(r, self._scheduler(r, pricing, 0, True, None))
+                extra, chosen = self._optimize(r, self._scheduler(r, call, True))
                 density = _merge_density(density, extra)
-                applied += more
+                applied += chosen.apply
+                waiting = ()
                 steps.append(Step("emergency-optimize", extra.tokens_before, extra.tokens_after))
             again = await self._compress(strategy, r)
             compression = _merge_compression(compression, again)
             steps.append(Step("emergency-compress", again.tokens_before, again.tokens_after))
 
         over = history.total_tokens + pending > limit
-        return self._reply(at, r, pricing, warm, applied, density, compression, over, tuple(steps))
+        outcome = _Outcome(len(applied), waiting, density, compression, over, tuple(steps))
+        return self._reply(at, r, pricing, warm, outcome)
 
     def _reply(
-        self,
-        at: int,
-        r: Resolved,
-        pricing: Pricing,
-        warm: bool,
-        applied: int,
-        density: DensityReport | None,
-        compression: CompressionReport | None,
-        over: bool,
-        steps: tuple[Step, ...],
+        self, at: int, r: Resolved, pricing: Pricing, warm: bool, outcome: _Outcome
     ) -> CompactResult:
-        """The compaction's answer; remember it as what the provider will cache next."""
+        """The compaction's answer: the history, where its breakpoints go (anchors before
+        the edits still waiting), and the prompt cache told of the call."""
         history = self.history
         cache = self._cache
         mark = cache.reply
-        curated = history.curated()
-        stable_raw = min(_unchanged(mark, history.changed_from), len(history.raw_json))
-        ends, held = self._held(pricing, at, warm)
-        total = history.total_tokens
-        ledger = cache.ledger.record(
-            at=at,
-            warm=warm,
-            stable_tokens=history.tokens_between(0, held),
-            total=total,
-            off_total=total + cache.density_saved,
-            pricing=pricing,
+        call = self._call(r, pricing, at)
+        starts = [
+            p
+            for c in outcome.waiting
+            if (p := history.position(c.edit.first_key)) is not None
+            and p < call.unchanged
+            and not c.edit.free_only  # it waits for a cold cache: no anchor pays for it
+        ]
+        breakpoints = cache.prompt.place(call, starts)
+        prompt = cache.prompt.called(
+            call, breakpoints, off_total=history.total_tokens + cache.density_saved
         )
-        revision = mark.revision + 1
+        # The same history keeps its revision (a call that changed nothing names the one
+        # the client holds); the cache's bookkeeping of the call goes on all the same.
+        same = mark.revision > 0 and call.unchanged == call.length == mark.raw_len
+        revision = mark.revision if same else mark.revision + 1
+        curated = history.curated()
         self._cache = replace(
             cache,
-            ledger=ledger,
-            reply=ReplyMark(
-                revision,
-                len(history.raw_json),
-                len(curated),
-                earlier=prefixes.after_call(ends, stable_raw, at),
-            ),
+            prompt=prompt,
+            reply=ReplyMark(revision, call.length, len(curated)),
         )
         history.mark_stable()
         report = CacheReport(
             pricing=pricing.name,
-            stable_prefix=history.curated_index(stable_raw),
-            edits_applied=applied,
+            stable_prefix=history.curated_index(call.unchanged),
+            edits_applied=outcome.applied,
             edits_pending=cache.pending_edits,
             pending_tokens=cache.pending_tokens,
             cold=not warm,
+            breakpoints=sorted({history.curated_index(b) - 1 for b in breakpoints} - {-1}),
         )
         previous = self._revision(mark.revision) if mark.revision else None
         return CompactResult(
             history=curated,
             status=self.status(r),
-            density=density,
-            compression=compression,
-            over_limit=over,
+            density=outcome.density,
+            compression=outcome.compression,
+            over_limit=outcome.over,
             revision=self._revision(revision),
             previous=previous,
             cache=report,
-            steps=steps,
+            steps=outcome.steps,
         )
 
     def _revision(self, n: int) -> str:
@@ -622,6 +637,8 @@ class Session:
             overrides=dict(self.overrides),
             version=self.version,
             saved_tokens=self.saved_tokens,
+            masked_outputs=self.masked_outputs,
+            masked_tokens=self.masked_tokens,
             dirty=self.dirty,
             todos=tuple(self._todos),
             todos_since=self._todos_since,
@@ -639,6 +656,8 @@ class Session:
         self.overrides = dict(state.overrides)
         self.version = state.version
         self.saved_tokens = state.saved_tokens
+        self.masked_outputs = state.masked_outputs
+        self.masked_tokens = state.masked_tokens
         self.dirty = state.dirty
         self._todos = list(state.todos)
         self._todos_since = state.todos_since
@@ -666,6 +685,7 @@ def _merge_density(first: DensityReport | None, second: DensityReport) -> Densit
             read_write_pairs_pruned=a.read_write_pairs_pruned + b.read_write_pairs_pruned,
             file_deduplications_pruned=a.file_deduplications_pruned + b.file_deduplications_pruned,
             recency_pruned=a.recency_pruned + b.recency_pruned,
+            masked_pruned=a.masked_pruned + b.masked_pruned,
         ),
         tokens_before=first.tokens_before,
         tokens_after=second.tokens_after,

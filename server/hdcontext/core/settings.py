@@ -31,6 +31,8 @@ from pydantic import (
 from pydantic.config import JsonDict
 from pydantic.fields import FieldInfo
 
+from .density.types import MASK_RETENTION, Masking
+
 Source: TypeAlias = Literal["override", "settings", "default"]
 
 StrategyName: TypeAlias = Literal["high-density", "middle-out", "top-down-truncation", "one-shot"]
@@ -174,6 +176,21 @@ class Settings(BaseModel):
         "a boolean",
         "A read goes as stale only when a later full view of the file is in the history.",
     )
+    masking: Masking = _key(
+        "compression.density.masking",
+        "cold",
+        "one of off, cold, always",
+        "Tool output the model has answered becomes a pointer (the latest view of each file and"
+        " the newest maskRetention outputs stay): cold, only when that costs no cache rewrite;"
+        " always, whenever it pays under the schedule. Needs keepLatestView.",
+    )
+    mask_retention: Integer = _key(
+        "compression.density.maskRetention",
+        MASK_RETENTION,
+        "an integer >= 0",
+        "How many of the newest tool outputs masking leaves as they are.",
+        ge=0,
+    )
     context_limit: Integer = _key("contextLimit", 200_000, "a positive integer", gt=0)
     read_tools: Names = _key("tools.read", DEFAULT_READ_TOOLS, "a list of tool names")
     write_tools: Names = _key("tools.write", DEFAULT_WRITE_TOOLS, "a list of tool names")
@@ -214,6 +231,15 @@ class Settings(BaseModel):
         "a number >= 0",
         "A newly cached input token, as a multiple of an uncached one; unset: from pricing.",
         ge=0,
+    )
+    cache_max_breakpoints: Integer = _key(
+        "cache.maxBreakpoints",
+        2,
+        "an integer from 1 to 4",
+        "Message cache breakpoints the client places where cache.breakpoints says "
+        "(1: only the last message carries one).",
+        ge=1,
+        le=4,
     )
 
 

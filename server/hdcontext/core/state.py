@@ -7,29 +7,28 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .cache.ledger import CostLedger
+from .cache.prompt_cache import PromptCache
 from .compression.types import Todo
 from .replies import Usage
 
 
 @dataclass(frozen=True)
 class ReplyMark:
-    """The history the previous ``history/compact`` returned: its revision and length (what
-    the provider may hold in its prompt cache), and since when the view changed under it."""
+    """The history the previous ``history/compact`` returned: its revision and length, and
+    since when the view changed under it."""
 
     revision: int = 0
     raw_len: int = 0
     curated_len: int = 0
     changed_from: int | None = None
-    earlier: tuple[tuple[int, int], ...] = ()
-    """Ends of earlier replies the provider may still hold, with when each was last used
-    (``cache/prefixes.py``)."""
 
 
 @dataclass(frozen=True)
 class CacheState:
     """What the cache-aware schedule carries from one call to the next."""
 
-    ledger: CostLedger = field(default_factory=CostLedger)
+    prompt: PromptCache = field(default_factory=PromptCache)
+    """What the provider holds in its prompt cache, and what the calls cost."""
     reply: ReplyMark = field(default_factory=ReplyMark)
     density_saved: int = 0
     """Tokens density edits took out since the history was last rewritten whole."""
@@ -53,6 +52,8 @@ class SessionState:
     lineage: tuple[tuple[int, int], ...] | None = None
     """The transcript entries that make up the conversation as ``history/sync`` last saw it,
     as ``[start, stop)`` runs (``None``: never synced)."""
+    masked_outputs: int = 0
+    masked_tokens: int = 0
 
     def to_json(self) -> str:
         return json.dumps(
@@ -68,6 +69,8 @@ class SessionState:
                 "epoch": self.epoch,
                 "cache": _cache_to_json(self.cache),
                 "lineage": None if self.lineage is None else [list(run) for run in self.lineage],
+                "maskedOutputs": self.masked_outputs,
+                "maskedTokens": self.masked_tokens,
             },
             ensure_ascii=False,
         )
@@ -87,6 +90,8 @@ class SessionState:
             epoch=str(raw.get("epoch", "")),
             cache=_cache_from_json(raw.get("cache")),
             lineage=None if raw.get("lineage") is None else _runs(raw["lineage"]),
+            masked_outputs=int(raw.get("maskedOutputs", 0)),
+            masked_tokens=int(raw.get("maskedTokens", 0)),
         )
 
 
@@ -118,18 +123,35 @@ def _cache_to_json(cache: CacheState) -> dict[str, Any]:
     return out
 
 
-def _reply_mark(raw: dict[str, Any]) -> ReplyMark:
-    earlier = tuple((int(end), int(used)) for end, used in raw.get("earlier", ()))
-    return ReplyMark(**{**raw, "earlier": earlier})
+def _pairs(raw: Any) -> tuple[tuple[int, int], ...]:
+    return tuple((int(a), int(b)) for a, b in raw or ())
+
+
+def _prompt_cache(raw: dict[str, Any]) -> PromptCache:
+    """The saved prompt cache; a session saved before it had one kept its ledger beside the
+    reply mark, and the ends of earlier requests (then the only cache entries) on it."""
+    if "prompt" in raw:
+        prompt = raw["prompt"]
+        return PromptCache(
+            held=_pairs(prompt["held"]),
+            breakpoints=tuple(int(b) for b in prompt["breakpoints"]),
+            ledger=CostLedger(**prompt["ledger"]),
+        )
+    ledger = CostLedger(**raw["ledger"])
+    held = dict(_pairs(raw["reply"].get("earlier")))
+    if ledger.last_at is not None and raw["reply"].get("raw_len"):
+        held[int(raw["reply"]["raw_len"])] = ledger.last_at
+    return PromptCache(held=tuple(sorted(held.items())), ledger=ledger)
 
 
 def _cache_from_json(raw: object) -> CacheState:
     """The saved cache state, or a fresh one (a session saved before there was any)."""
     if not isinstance(raw, dict):
         return CacheState()
+    reply = {k: v for k, v in raw["reply"].items() if k != "earlier"}
     return CacheState(
-        ledger=CostLedger(**raw["ledger"]),
-        reply=_reply_mark(raw["reply"]),
+        prompt=_prompt_cache(raw),
+        reply=ReplyMark(**reply),
         density_saved=int(raw["density_saved"]),
         pending_tokens=int(raw["pending_tokens"]),
         pending_edits=int(raw["pending_edits"]),

@@ -105,6 +105,7 @@ class Daemon:
         self._settings_pull: asyncio.Future[None] | None = None
         self._prompt = load_compression_prompt(storage_dir)
         self._large: set[str] = set()  # sessions whose next compaction follows a large append
+        self._without_retrieve: set[str] = set()
 
     async def start(self) -> None:
         await self.store.open()
@@ -118,8 +119,14 @@ class Daemon:
             prompt=self._prompt,
             export_transcript=lambda entries: self.store.export_transcript(session_id, entries),
             epoch=uuid.uuid4().hex[:8],
-            retrieve_tool=self.retrieve_tool,
+            retrieve_tool=None if session_id in self._without_retrieve else self.retrieve_tool,
         )
+
+    def serve_without_retrieve_tool(self, session_id: str) -> None:
+        """A session whose model cannot call the editor's retrieve tool (an agent behind the
+        proxy): its pointers say to run the tool again instead of naming it. Said before the
+        session is first loaded."""
+        self._without_retrieve.add(session_id)
 
     def workspace_root(self) -> str:
         """The first workspace folder: what relative tool paths resolve against."""
@@ -286,12 +293,20 @@ class Daemon:
 
     async def compact(self, raw: object) -> dict[str, Any]:
         p = parse_params(CompactParams, raw)
-        async with self.registry.lock(p.session_id):
-            session = await self.registry.get(p.session_id)
+        result = await self.compact_result(p.session_id, p.pending_tokens, p.at)
+        return _compact_reply(result, p.reply, p.base)
+
+    async def compact_result(
+        self, session_id: str, pending_tokens: int = 0, at: int | None = None
+    ) -> CompactResult:
+        """``history/compact`` up to its typed result, for edges that use the history as
+        entries rather than as a JSON reply (the proxy exports it to a provider's format)."""
+        async with self.registry.lock(session_id):
+            session = await self.registry.get(session_id)
             await self._settle_disk(session)
             try:
                 result = await self.registry.commit(
-                    session, lambda: session.compact(p.pending_tokens, p.at), cancellable=True
+                    session, lambda: session.compact(pending_tokens, at), cancellable=True
                 )
             except SummarizerError as err:
                 raise summarizer_failed(str(err)) from None
@@ -299,11 +314,10 @@ class Daemon:
                 provider = session.resolved().values.summarizer_provider
                 raise summarizer_failed(f"summarizer '{provider}' failed: {err}") from None
             self._notify(session, result.status)
-            reply = _compact_reply(result, p.reply, p.base)
-        if p.session_id in self._large:
-            self._large.discard(p.session_id)
+        if session_id in self._large:
+            self._large.discard(session_id)
             memory.release()  # so does the first look at a large batch of entries
-        return reply
+        return result
 
     async def _settle_disk(self, session: Session) -> None:
         """Give the compaction every write that happened before it (see watcher.py)."""

@@ -261,6 +261,11 @@ def _message(value: object, walk: bool) -> Incoming | Refused:
         if "id" in value and not id_ok:
             return Refused(INVALID_REQUEST, '"id" must be a string or an integer', None)
         kind = "request" if "id" in value else "notification"
+        if "params" not in value:
+            # JSON-RPC lets a request leave ``params`` out when the method takes none
+            # (``history/list``, ``shutdown``); pygls' generic message type requires the key
+            # and answered such a request -32602. Absent and null mean the same to a handler.
+            value["params"] = None
     elif "result" in value or "error" in value:
         if not id_ok:
             return Refused(INVALID_REQUEST, "a response without a usable id", None, answer=False)

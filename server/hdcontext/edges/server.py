@@ -67,6 +67,7 @@ from .wire import (
     SERVER_NOT_INITIALIZED,
     UNKNOWN_SESSION,
     InitOptions,
+    ProxyOptions,
     WireError,
     storage_unusable,
 )
@@ -228,6 +229,8 @@ class HdServer(LanguageServer):
         )
         self.ide_settings = IdeSettings()
         self.daemon: Daemon | None = None
+        self.proxy: Any = None
+        """The proxy this daemon serves (``initializationOptions.proxy``), once it listens."""
         self.default_storage = default_storage
         """The storage folder when ``initialize`` names none (``serve --storage-dir``)."""
         self.lifecycle = Lifecycle()
@@ -315,7 +318,35 @@ async def on_initialize(ls: HdServer, params: types.InitializeParams) -> None:
         client.warn(f"hdcontext: initializationOptions.settings: {error}; the default stands")
     daemon.roots = _roots(params)
     ls.daemon = daemon
+    if options.proxy is not None:
+        await _start_proxy(ls, daemon, options.proxy, client)
     log.info("storage at %s; workspace folders: %d", daemon.storage_dir, len(daemon.roots))
+
+
+async def _start_proxy(
+    ls: HdServer, daemon: Daemon, options: ProxyOptions, client: PyglsClient
+) -> None:
+    """Serve ``hdcontext proxy`` on loopback over this daemon's sessions; a port that cannot
+    be had is a warning, not a failed start (the editor's own requests still work)."""
+    from .proxy.run import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM, Proxy
+
+    proxy = Proxy(
+        daemon,
+        anthropic=options.anthropic_upstream or ANTHROPIC_UPSTREAM,
+        openai=options.openai_upstream or OPENAI_UPSTREAM,
+        context_limit=options.context_limit,
+    )
+    try:
+        await proxy.start("127.0.0.1", options.port)
+    except OSError as exc:
+        client.warn(f"hdcontext: the proxy cannot listen on port {options.port}: {exc.strerror}")
+        return
+    ls.proxy = proxy
+    ls.window_log_message(
+        types.LogMessageParams(
+            type=types.MessageType.Info, message=f"hdcontext proxy listening on {proxy.url}"
+        )
+    )
 
 
 def _storage_folder(ls: HdServer, given: str | None) -> Path:
@@ -470,6 +501,9 @@ def on_did_save(ls: HdServer, params: types.DidSaveTextDocumentParams) -> None:
 
 
 async def on_shutdown(ls: HdServer, params: None) -> None:
+    if ls.proxy is not None:
+        await ls.proxy.stop()
+        ls.proxy = None
     if ls.daemon is not None:
         await ls.daemon.shutdown()
 

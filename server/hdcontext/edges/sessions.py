@@ -194,6 +194,8 @@ class Registry:
                     saved_tokens=summary.state.saved_tokens,
                     pending_tokens=summary.state.cache.pending_tokens,
                     usage=summary.state.cache.usage,
+                    masked_outputs=summary.state.masked_outputs,
+                    masked_tokens=summary.state.masked_tokens,
                 )
             )
         return out

@@ -105,12 +105,23 @@ def ignored(path: str, roots: Sequence[str]) -> bool:
 
 # -- settling at compact time -------------------------------------------------------------------
 
+PSEUDO_FILESYSTEMS = ("/proc", "/sys", "/dev")
+"""Where the kernel makes files up as they are looked at: a file's modification time there is
+when the kernel made the entry (for procfs, about the first look since boot), not a write, so
+it says nothing about whether what an agent read (``cat /proc/version``) is still so."""
+
+
+def says_nothing_about_writes(path: str) -> bool:
+    return any(path == top or path.startswith(top + "/") for top in PSEUDO_FILESYSTEMS)
+
 
 def _modified_after(reads: dict[str, int]) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     for path, read_at in reads.items():
         if not os.path.isabs(path):
             continue  # no workspace folder to resolve it against: not a file we can find
+        if says_nothing_about_writes(path):
+            continue
         try:
             mtime = os.stat(path).st_mtime_ns // 1_000_000
         except OSError:

@@ -188,6 +188,18 @@ def parse_todos_param(raw: list[Any]) -> list[Todo]:
         raise invalid_params(errors) from None
 
 
+class ProxyOptions(BaseModel):
+    """``initializationOptions.proxy``: the daemon also serves ``hdcontext proxy`` on loopback,
+    over its own sessions (so the editor sees the proxy's sessions in ``history/tokens``)."""
+
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+    port: Annotated[int, Field(ge=0, le=65535)] = 8787
+    anthropic_upstream: str | None = Field(default=None, alias="anthropicUpstream")
+    openai_upstream: str | None = Field(default=None, alias="openaiUpstream")
+    context_limit: Annotated[int, Field(gt=0)] | None = Field(default=None, alias="contextLimit")
+
+
 class InitOptions(BaseModel):
     """``initializationOptions``: all optional; a bad part is reported and ignored."""
 
@@ -200,6 +212,7 @@ class InitOptions(BaseModel):
     )
     """The tool through which the client's model can call ``history/retrieve``: pruned
     results then point at it by call id."""
+    proxy: ProxyOptions | None = None
 
 
 class SummarizeAnswer(BaseModel):

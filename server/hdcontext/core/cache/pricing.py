@@ -1,19 +1,24 @@
-"""What a provider charges for input under prompt caching, as multiples of an uncached token.
+"""What a provider charges for input under prompt caching, and where its cache can hit.
 
-Providers cache the longest prefix of a request they have seen recently. A cached token costs
-a fraction of an uncached one; a token newly written to the cache costs the same or more
-(Anthropic 0.1× and 1.25× for its 5-minute cache; OpenAI 0.1× and 1×; Gemini's implicit
-cache 0.25×). The cache lives for a few minutes after its last use. ``none`` prices every
-token alike, which makes the schedule apply edits as soon as they save anything.
+Prices are multiples of an uncached input token: a cached token costs a fraction of one, a
+token newly written to the cache the same or more (Anthropic 0.1× and 1.25× for its 5-minute
+cache; OpenAI 0.1× and 1×, from GPT-5.6 on 0.1× and 1.25× for 30 minutes; Gemini's implicit
+cache 0.25×). A cached prefix lives for a while after its last use. ``none`` prices every token
+alike, which makes the schedule apply edits as soon as they save anything.
 
-Where a cached prefix may end differs. OpenAI (before GPT-5.6) and Gemini match any prefix two
-requests share (in blocks of a few hundred tokens). Anthropic caches a prefix only where a
-request put its breakpoint, which agents put on the request's last block: a later request hits
-the cache at the end of an earlier request, so changing an entry inside the previous request
-loses the cache back to the end of the request before it, not just to that entry. OpenAI's
-GPT-5.6 and later families do the same (a breakpoint at the end of the newest message, matched
-exactly), bill a cache write at 1.25× and keep a prefix for 30 minutes: the ``openai`` prices
-follow the session's model.
+Where a cached prefix may end differs, and it decides what an edit costs (the geometry):
+
+- OpenAI before GPT-5.6 and Gemini match any prefix two requests share.
+- Anthropic writes a cache entry only at a breakpoint (``cache_control``) of a request: the
+  prefix up to and including that block. A later request reads the longest entry it still
+  starts with that lies at most 20 content blocks before one of its own breakpoints (each text,
+  tool call, tool result, thinking and media block counts). A request whose only message
+  breakpoint is on its last block therefore finds nothing once an edit lies more than 20 blocks
+  back, or once a turn added more than 20 blocks, unless another breakpoint sits near an entry
+  the cache still holds: the daemon names where those go (``cache/prompt_cache.py``).
+- OpenAI's GPT-5.6 and later families cache at breakpoints too (``prompt_cache_breakpoint``):
+  up to four written per request, matched against the newest 80 of the conversation with no
+  block lookback; a breakpoint sits only on a system, user or tool message, never the model's.
 """
 
 from __future__ import annotations
@@ -24,10 +29,14 @@ from dataclasses import dataclass
 from ..settings import Settings
 
 DEFAULT_TTL_SECONDS = 300
+ANTHROPIC_LOOKBACK_BLOCKS = 20
+"""How many content blocks before one of a request's breakpoints Anthropic looks for a cache
+entry (its prompt-caching guide)."""
+MAX_ENTRIES = 80
+"""Cache entries a provider matches against, newest first (OpenAI GPT-5.6: 80; Anthropic
+names no limit, and fewer live in its 5 minutes at any agent's pace)."""
 OPENAI_BREAKPOINTS_SINCE = (5, 6)
 """The first GPT generation that caches at breakpoints, writes at 1.25× and keeps 30 minutes."""
-OPENAI_BREAKPOINT_PRESET = (0.1, 1.25, True, 1800)
-"""(read, write, request ends, ttl seconds) for those models."""
 _GPT_VERSION = re.compile(r"gpt-(\d+)(?:\.(\d+))?")
 
 
@@ -41,17 +50,34 @@ class Pricing:
     """A token written to the cache."""
     ttl_ms: int
     """How long the provider keeps a prefix after its last use."""
-    request_ends: bool = False
-    """A cached prefix ends only where an earlier request ended (Anthropic, OpenAI from
-    GPT-5.6 on), not wherever the requests still agree (older OpenAI models, Gemini)."""
+    at_breakpoints: bool = False
+    """Cache entries exist only where a request put a breakpoint (Anthropic, OpenAI from
+    GPT-5.6 on), not wherever two requests still agree (older OpenAI models, Gemini)."""
+    lookback_blocks: int | None = None
+    """How many content blocks before one of its breakpoints a request finds an entry
+    (Anthropic 20); ``None``: anywhere before it."""
+    max_entries: int = MAX_ENTRIES
+    """Entries the provider matches against, newest first."""
+    assistant_breakpoints: bool = True
+    """Whether a breakpoint may sit on the model's own message (not on OpenAI's)."""
 
 
-PRESETS: dict[str, tuple[float, float, bool]] = {
-    "anthropic": (0.1, 1.25, True),
-    "openai": (0.1, 1.0, False),
-    "gemini": (0.25, 1.0, False),
-    "none": (1.0, 1.0, False),
-}
+ANTHROPIC = Pricing(
+    "anthropic",
+    0.1,
+    1.25,
+    DEFAULT_TTL_SECONDS * 1000,
+    at_breakpoints=True,
+    lookback_blocks=ANTHROPIC_LOOKBACK_BLOCKS,
+)
+OPENAI = Pricing("openai", 0.1, 1.0, DEFAULT_TTL_SECONDS * 1000)
+OPENAI_BREAKPOINTS = Pricing(
+    "openai", 0.1, 1.25, 1_800_000, at_breakpoints=True, assistant_breakpoints=False
+)
+"""GPT-5.6 and later."""
+GEMINI = Pricing("gemini", 0.25, 1.0, DEFAULT_TTL_SECONDS * 1000)
+NONE = Pricing("none", 1.0, 1.0, DEFAULT_TTL_SECONDS * 1000)
+PRESETS: dict[str, Pricing] = {p.name: p for p in (ANTHROPIC, OPENAI, GEMINI, NONE)}
 
 
 def provider_of(model: str | None) -> str:
@@ -80,16 +106,20 @@ def caches_at_breakpoints(model: str | None) -> bool:
 
 
 def pricing_for(settings: Settings, model: str | None) -> Pricing:
-    """The prices to plan with: the preset that ``cache.pricing`` names (or the model
-    implies), with ``cache.readCost``, ``cache.writeCost`` and ``cache.ttlSeconds`` over it."""
+    """The prices and geometry to plan with: the preset that ``cache.pricing`` names (or the
+    model implies), with ``cache.readCost``, ``cache.writeCost`` and ``cache.ttlSeconds``
+    over it."""
     name = settings.cache_pricing if settings.cache_pricing != "auto" else provider_of(model)
-    read, write, request_ends = PRESETS[name]
-    ttl = DEFAULT_TTL_SECONDS
+    preset = PRESETS[name]
     if name == "openai" and caches_at_breakpoints(model):
-        read, write, request_ends, ttl = OPENAI_BREAKPOINT_PRESET
-    if settings.cache_read_cost is not None:
-        read = settings.cache_read_cost
-    if settings.cache_write_cost is not None:
-        write = settings.cache_write_cost
-    ttl = settings.cache_ttl_seconds or ttl
-    return Pricing(name, read, write, ttl * 1000, request_ends)
+        preset = OPENAI_BREAKPOINTS
+    return Pricing(
+        name,
+        preset.read if settings.cache_read_cost is None else settings.cache_read_cost,
+        preset.write if settings.cache_write_cost is None else settings.cache_write_cost,
+        (settings.cache_ttl_seconds or preset.ttl_ms // 1000) * 1000,
+        at_breakpoints=preset.at_breakpoints,
+        lookback_blocks=preset.lookback_blocks,
+        max_entries=preset.max_entries,
+        assistant_breakpoints=preset.assistant_breakpoints,
+    )

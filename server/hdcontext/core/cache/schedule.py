@@ -19,9 +19,10 @@ cold (the previous call is older than its lifetime), or compression is about to 
 history anyway, everything applies.
 
 Where the cache stops hitting is the first edited entry for a provider that matches any shared
-prefix, and the end of the last earlier request before it for one that caches only where
-requests ended (``Pricing.request_ends``): trimming the last entry the model read then costs
-the rewrite of the model's answer before it too.
+prefix, and the last cache entry before it that the provider still holds and the request's
+breakpoints reach for one that caches only at breakpoints (``Pricing.at_breakpoints``;
+``prompt_cache.py`` says where): trimming the last entry the model read then costs the rewrite
+of the model's answer before it too, unless an anchor sits right before it.
 """
 
 from __future__ import annotations

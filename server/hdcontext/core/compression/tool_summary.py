@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from pydantic import JsonValue
 
 from ..content import ToolCallBlock, ToolResponseBlock
+from ..shell import exit_status
 from ..tools import MULTI_PATH_KEYS, PATH_KEYS, key_parameter
 
 PRUNED_POINTER = "[Result pruned — re-run tool to retrieve]"
@@ -129,10 +131,80 @@ def summary_line(response: ToolResponseBlock, call: ToolCallBlock | None) -> str
     return f"[{head} — success, {lines} line{'' if lines == 1 else 's'}]"
 
 
+def result_chars(result: JsonValue) -> int:
+    """How long a result is, in characters (structured ones as their JSON)."""
+    return len(result) if isinstance(result, str) else len(json.dumps(result))
+
+
+@dataclass(frozen=True, slots=True)
+class OutputFacts:
+    """What a masking pointer says of a tool output: which call, which tool, how big it was
+    and how it ended. Kept instead of the output by the pass that masks it."""
+
+    call_id: str
+    tool: str
+    lines: int
+    chars: int
+    failed: bool
+    exit_status: int | None
+
+    @classmethod
+    def of(cls, response: ToolResponseBlock) -> OutputFacts:
+        return cls(
+            call_id=response.call_id,
+            tool=response.tool_name,
+            lines=result_lines(response.result),
+            chars=result_chars(response.result),
+            failed=bool(response.error),
+            exit_status=exit_status(response.result),
+        )
+
+
+def masked_pointer(facts: OutputFacts, about: str | None, retrieve_tool: str | None) -> str:
+    """What masking leaves of an output the model has read (``density/masking.py``): the call
+    (tool, ``about``: its key parameters on one line; size; how it ended) and how to get the
+    output back.
+
+    A function of the call and the output only (no time, no count that moves later), so the
+    same output always becomes the same pointer and a later compaction has nothing to redo.
+    An exit status is written the way ``shell.exit_status`` reads it (Codex's phrase), so a
+    masked shell call keeps its success for the rules that ask (a failed ``sed -i`` is no
+    write, masked or not).
+    """
+    what = f"{facts.tool} {about}" if about else facts.tool
+    lines = f"{facts.lines} line{'' if facts.lines == 1 else 's'}"
+    size = [lines, f"{facts.chars} characters"]
+    if facts.failed:
+        size.append("failed")
+    if facts.exit_status is not None:
+        size.append(f"process exited with code {facts.exit_status}")
+    call = json.dumps(facts.call_id, ensure_ascii=False)
+    if retrieve_tool:
+        how = f"call {retrieve_tool} with callId {call} to get it back"
+    else:
+        how = f"callId {call}; re-run the tool to see it again"
+    return f"[Output masked once read: {what} ({', '.join(size)}) — {how}]"
+
+
+_MASKED = re.compile(
+    r"\[Output masked once read: [^\n]* — "
+    r"(?:call \S+ with callId \"(?:[^\"\\]|\\.)*\" to get it back"
+    r"|callId \"(?:[^\"\\]|\\.)*\"; re-run the tool to see it again)\]"
+)
+
+
+def is_masked(result: JsonValue) -> bool:
+    """Whether a result is masking's pointer (either form)."""
+    return isinstance(result, str) and _MASKED.fullmatch(result) is not None
+
+
 def is_compact(result: JsonValue) -> bool:
-    """Whether a result is already a one-liner of ours (a summary or the pruning pointer)."""
+    """Whether a result is already a one-liner of ours (a summary or a pointer)."""
     return isinstance(result, str) and (
-        result == DISK_POINTER or is_pruned(result) or _SUMMARY.fullmatch(result) is not None
+        result == DISK_POINTER
+        or is_pruned(result)
+        or is_masked(result)
+        or _SUMMARY.fullmatch(result) is not None
     )
 
 

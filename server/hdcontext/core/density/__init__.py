@@ -1,2 +1,3 @@
 """Density: the rules that take provably dead weight out of a history (stale reads, repeated
-``@file`` inclusions, old tool output), as passes over one incremental engine."""
+``@file`` inclusions, old tool output, output the model has already read), as passes over one
+incremental engine."""

@@ -20,7 +20,7 @@ from typing import Literal, TypeAlias
 from ..content import Block, IContent
 from .types import DensityMetadata, DensityResult
 
-Rule: TypeAlias = Literal["readWrite", "fileDedupe", "recency"]
+Rule: TypeAlias = Literal["readWrite", "fileDedupe", "recency", "masking"]
 """The rule behind an edit: the keys of PROTOCOL.md's density metadata, shortened."""
 
 Position: TypeAlias = tuple[int, int]
@@ -45,6 +45,11 @@ class Edit:
     informs: bool = False
     """The edit tells the model something (a file changed on disk): the cache-aware schedule
     makes it even when it saves no token. Any other edit is only worth its saving."""
+    free_only: bool = False
+    """The edit applies only when it costs no cache rewrite: a cold cache, compression due,
+    or it touches only entries past the prefix the provider holds. It never waits for the
+    saving to repay a rewrite (masking with ``cold``: what it takes out is worth having only
+    when nothing cached is lost for it)."""
 
     @property
     def keys(self) -> frozenset[int]:
@@ -68,9 +73,12 @@ class Replacements:
     built once: building one parses its entry, and a waiting edit is asked for at every
     compact until it applies. A pass forgets a block's edit when the block leaves."""
 
-    def __init__(self, rule: Rule, replace: Callable[[Block], Block]) -> None:
+    def __init__(
+        self, rule: Rule, replace: Callable[[Block], Block], free_only: bool = False
+    ) -> None:
         self._rule = rule
         self._replace = replace
+        self._free_only = free_only
         self._built: dict[Position, Edit] = {}
 
     def edit(self, position: Position, entry_of: Callable[[int], IContent]) -> Edit:
@@ -78,7 +86,8 @@ class Replacements:
         if built is None:
             key, j = position
             new = self._replace(entry_of(key).blocks[j])
-            built = self._built[position] = Edit(self._rule, (BlockEdit(key, j, new),))
+            edit = Edit(self._rule, (BlockEdit(key, j, new),), free_only=self._free_only)
+            built = self._built[position] = edit
         return built
 
     def forget(self, position: Position) -> None:
@@ -131,13 +140,19 @@ def edited_entries(
 
 def metadata_of(edits: Iterable[Edit]) -> DensityMetadata:
     """Entries touched, per rule (REQ-HD-013.7)."""
-    touched: dict[Rule, set[int]] = {"readWrite": set(), "fileDedupe": set(), "recency": set()}
+    touched: dict[Rule, set[int]] = {
+        "readWrite": set(),
+        "fileDedupe": set(),
+        "recency": set(),
+        "masking": set(),
+    }
     for edit in edits:
         touched[edit.rule].update(edit.keys)
     return DensityMetadata(
         read_write_pairs_pruned=len(touched["readWrite"]),
         file_deduplications_pruned=len(touched["fileDedupe"]),
         recency_pruned=len(touched["recency"]),
+        masked_pruned=len(touched["masking"]),
     )
 
 

@@ -19,6 +19,7 @@ from ..journal import KeyedHistory
 from .edits import Edit, Position, result_of
 from .file_rules import ledger_of
 from .inclusions import FileDedupPass
+from .masking import MaskingPass
 from .passes import DensityPass, PassContext
 from .recency import RecencyPass
 from .stale_reads import StaleRead, StaleReadPass
@@ -29,11 +30,12 @@ from .write_echoes import WriteEchoPass
 
 def passes_for(config: DensityConfig) -> list[DensityPass]:
     """The enabled passes, in the order they propose. Order matters: stale reads go first,
-    so recency does not spend a tool's retention window on reads that go anyway."""
+    so recency does not spend a tool's retention window on reads that go anyway; masking
+    goes last and leaves every block another rule edits or protects."""
     out: list[DensityPass] = []
     if config.read_write_pruning:
         out.append(StaleReadPass(config))
-    elif config.keep_latest_view and config.recency_pruning:
+    elif config.keep_latest_view and (config.recency_pruning or config.masks):
         out.append(StaleReadPass(config, prune=False))  # it knows which outputs are views
     if config.read_write_pruning and config.keep_latest_view:
         # A tool that also reads (a view command) shows content, not an echo: not trimmed.
@@ -44,6 +46,9 @@ def passes_for(config: DensityConfig) -> list[DensityPass]:
         out.append(FileDedupPass(config.workspace_root))
     if config.recency_pruning:
         out.append(RecencyPass(config.retention, config.retrieve_tool, config.keep_latest_view))
+    if config.masks:
+        free_only = config.masking == "cold"
+        out.append(MaskingPass(config.mask_retention, config.retrieve_tool, free_only))
     return out
 
 

@@ -19,12 +19,9 @@ every change has a price. The seeds point every output, whatever its size.
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_left, insort
 
-from pydantic import JsonValue
-
-from ..compression.tool_summary import is_pruned, pruned_pointer
+from ..compression.tool_summary import is_pruned, pruned_pointer, result_chars
 from ..content import Block, IContent, ToolResponseBlock
 from .edits import Edit, Position, Replacements, Rule
 from .passes import PassContext
@@ -33,10 +30,6 @@ MIN_GAIN_CHARS = 60
 """With ``keep_small``, how much longer than its pointer an output must be to be pointed
 (measured on the replay: from 50 to 150 the cost moves by less than 0.1%; below, a pointer
 can cost more than the output)."""
-
-
-def _chars(result: JsonValue) -> int:
-    return len(result) if isinstance(result, str) else len(json.dumps(result))
 
 
 class RecencyPass:
@@ -106,7 +99,7 @@ class RecencyPass:
         if not self._keep_small:
             return True
         pointer = pruned_pointer(block.call_id, self._retrieve_tool)
-        return _chars(block.result) >= len(pointer) + MIN_GAIN_CHARS
+        return result_chars(block.result) >= len(pointer) + MIN_GAIN_CHARS
 
     def _pointed(self, block: Block) -> Block:
         assert isinstance(block, ToolResponseBlock)

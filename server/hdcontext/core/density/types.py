@@ -9,8 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
 
 from ..content import IContent
+
+Masking: TypeAlias = Literal["off", "cold", "always"]
+"""``compression.density.masking``: whether tool output the model has read becomes a pointer,
+and when (``masking.py``)."""
+
+MASK_RETENTION = 3
+"""``compression.density.maskRetention``'s default: the newest tool outputs never masked.
+Provisional: the replay (``bench/holdout.py``, each project left out in turn) picks it."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,17 @@ class DensityConfig:
     keep_latest_view: bool = False
     """A read goes only when a later view of its file covers it (``stale_reads.py``); off is
     the seeds' rule: any later write makes a read go."""
+    masking: Masking = "off"
+    """Mask tool output the model has answered (``masking.py``): ``cold``, only when that
+    costs no cache rewrite; ``always``, whenever the schedule finds it pays. It needs
+    ``keep_latest_view``: the current views of files are what it must leave."""
+    mask_retention: int = MASK_RETENTION
+    """The newest tool outputs masking leaves, whatever they are."""
+
+    @property
+    def masks(self) -> bool:
+        """Whether the masking rule runs (never under the seeds' rule for reads)."""
+        return self.masking != "off" and self.keep_latest_view
 
     @property
     def retention(self) -> int:
@@ -58,6 +78,7 @@ class DensityMetadata:
     read_write_pairs_pruned: int = 0
     file_deduplications_pruned: int = 0
     recency_pruned: int = 0
+    masked_pruned: int = 0
 
 
 @dataclass(frozen=True)

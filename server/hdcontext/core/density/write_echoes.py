@@ -13,7 +13,7 @@ An echo whose rest is only numbered lines of the file (the ``cat -n`` snippet) i
 once, before the model sees it: it repeats the model's own edit with the lines around it, and
 Claude Code itself stopped sending it (its 2.1 ``Edit`` answers "has been updated
 successfully"). Trimmed later, it would cost the cache the model's answer before it (a provider
-that caches at request ends, ``cache/prefixes.py``); trimmed at once, nothing. An echo with
+that caches at breakpoints, ``cache/prompt_cache.py``); trimmed at once, nothing. An echo with
 anything else in it (SWE-agent's "please review the changes", a linter's complaint) waits for
 the model to read it.
 

@@ -24,6 +24,13 @@ Claude Code's shell keeps its working directory between calls, and every record 
 was (``cwd``). An ``ai`` entry keeps it as ``metadata.cwd``, which the shell-command
 recognition uses as the directory its calls ran in; the thread's first ``cwd`` is the
 conversation's workspace root.
+
+**Damaged logs.** A line that is not a JSON record is skipped with a warning (``jsonl.py``);
+when one was, a tool result whose call is nowhere before it in its thread most likely had
+its call on that line. Such results are dropped, with one warning a thread, so that the rest
+of the session imports: kept, they would make the whole history impossible to send (a result
+without its call), and the importer cannot make the call up. ``strict`` refuses the bad line
+itself, so nothing is dropped then.
 """
 
 from __future__ import annotations
@@ -60,9 +67,11 @@ def _result_text(content: object) -> str:
 
 
 class _Builder:
-    def __init__(self) -> None:
+    def __init__(self, lines_lost: bool = False) -> None:
         self.entries: list[IContent] = []
         self.tool_names: dict[str, str] = {}
+        self.lines_lost = lines_lost
+        self.dropped: list[str] = []  # call ids of results dropped for want of their call
         self._open_message: str | None = None  # message.id of the ai entry being joined
         self._open_index = -1  # its index in entries
 
@@ -109,6 +118,9 @@ class _Builder:
             kind = raw.get("type")
             if kind == "tool_result":
                 call_id = str(raw.get("tool_use_id"))
+                if self.lines_lost and call_id not in self.tool_names:
+                    self.dropped.append(call_id)
+                    continue
                 text = _result_text(raw.get("content"))
                 error = (text or "error") if raw.get("is_error") else None
                 responses.append(
@@ -141,7 +153,11 @@ class _Builder:
 
 def from_records(records: Iterable[Mapping[str, Any]]) -> list[IContent]:
     """The entries of one thread's records (``isMeta`` ones skipped)."""
-    builder = _Builder()
+    return _build(records).entries
+
+
+def _build(records: Iterable[Mapping[str, Any]], lines_lost: bool = False) -> _Builder:
+    builder = _Builder(lines_lost)
     for record in records:
         if record.get("isMeta"):
             continue
@@ -150,7 +166,7 @@ def from_records(records: Iterable[Mapping[str, Any]]) -> list[IContent]:
             builder.assistant(record)
         elif kind == "user":
             builder.user(record)
-    return builder.entries
+    return builder
 
 
 def from_jsonl(text: str) -> list[IContent]:
@@ -199,7 +215,7 @@ def load(text: str, thread: str = AUTO, strict: bool = False) -> Conversation:
     log = read_log(text, strict)
     name = choose_thread(log, thread)
     conversation = thread_conversation(log, name)
-    notes = list(log.warnings)
+    notes = [*log.warnings, *conversation.warnings]
     if name == MAIN and log.agents:
         shown = ", ".join(log.agents[:5]) + (", …" if len(log.agents) > 5 else "")
         notes.append(
@@ -246,7 +262,8 @@ def choose_thread(log: Log, thread: str) -> str:
 def thread_conversation(log: Log, name: str) -> Conversation:
     """The conversation of one thread; FormatError if its messages carry nothing."""
     records = log.threads[name]
-    entries = from_records(records)
+    built = _build(records, lines_lost=bool(log.warnings))
+    entries = built.entries
     if not entries:
         raise FormatError(
             f"thread '{name}' has {len(records)} user/assistant records, none with content "
@@ -256,7 +273,17 @@ def thread_conversation(log: Log, name: str) -> Conversation:
         (r["cwd"] for r in records if isinstance(r.get("cwd"), str) and r["cwd"]),
         None,
     )
-    return Conversation(tuple(entries), workspace_root=root)
+    return Conversation(tuple(entries), workspace_root=root, warnings=_dropped_note(built.dropped))
+
+
+def _dropped_note(call_ids: list[str]) -> tuple[str, ...]:
+    if not call_ids:
+        return ()
+    shown = ", ".join(call_ids[:3]) + (", …" if len(call_ids) > 3 else "")
+    return (
+        f"dropped {len(call_ids)} tool result(s) whose call is not in the log, most likely "
+        f"on a line that could not be read ({shown})",
+    )
 
 
 def load_threads(text: str, strict: bool = False) -> list[tuple[str, Conversation]]:
@@ -265,7 +292,10 @@ def load_threads(text: str, strict: bool = False) -> list[tuple[str, Conversatio
     _require_messages(log)
     out = [(name, thread_conversation(log, name)) for name in log.threads]
     first_name, first = out[0]
-    out[0] = (first_name, Conversation(first.entries, None, first.workspace_root, log.warnings))
+    out[0] = (
+        first_name,
+        Conversation(first.entries, None, first.workspace_root, (*log.warnings, *first.warnings)),
+    )
     return out
 
 

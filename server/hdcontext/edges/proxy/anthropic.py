@@ -1,0 +1,260 @@
+"""The Anthropic Messages API (``POST /v1/messages``) at the proxy.
+
+A request's ``messages`` go through the project's importer; what the importer leaves out
+(citations, server tools' blocks, a document's title…) would change what the model reads, so a
+request that holds any of it is Unsupported and goes upstream as it came. ``cache_control`` on
+messages is the one thing left out on purpose: the daemon places the message breakpoints.
+
+Rebuilt, the request is the client's body with only ``messages`` replaced: ``system``, ``tools``,
+``model`` and every parameter stay as sent, their ``cache_control`` too. The history is
+exported entry by entry (so each entry's messages are known), a user message of tool results
+followed by one of text is joined back into the one message the client sent, and each entry
+``cache.breakpoints`` names gets ``cache_control`` on its last block that may carry one
+(thinking may not). Anthropic takes at most four breakpoints in a request: the client's own in
+``system`` and ``tools`` are counted first, and the daemon's latest ones fill what is left.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...core.content import IContent, Metadata, TextBlock
+from ...core.validity import payload_problems
+from ...formats.conversation import Conversation, entry_role, role_metadata
+from ...formats.exporters import anthropic as exporter
+from ...formats.importers import anthropic_messages as importer
+from ...formats.importers.blocks import entry, text_of_parts, user_entries
+from .api import Unsupported
+from .usage import Billed, anthropic_billed
+
+CACHE_CONTROL = {"type": "ephemeral"}
+MAX_BREAKPOINTS = 4
+"""Anthropic refuses a request with more ``cache_control`` blocks than this."""
+
+_MESSAGE_KEYS = frozenset({"role", "content"})
+EXTRAS_KEY = "messageExtras"
+"""``metadata`` key of an entry that carries its message's other keys (Claude Code sends a
+system message with ``output_config``): written back on the message as they came."""
+_ROLES = ("user", "assistant", "system")
+_SOURCE_KEYS = {
+    "base64": frozenset({"type", "media_type", "data"}),
+    "url": frozenset({"type", "url"}),
+}
+_BLOCK_KEYS = {
+    "text": frozenset({"type", "text", "cache_control"}),
+    "image": frozenset({"type", "source", "cache_control"}),
+    "document": frozenset({"type", "source", "cache_control"}),
+    "tool_use": frozenset({"type", "id", "name", "input", "cache_control"}),
+    "tool_result": frozenset({"type", "tool_use_id", "content", "is_error", "cache_control"}),
+    "thinking": frozenset({"type", "thinking", "signature"}),
+    "redacted_thinking": frozenset({"type", "data"}),
+}
+_RESULT_PARTS = frozenset({"text", "image"})
+_NO_BREAKPOINT = frozenset({"thinking", "redacted_thinking"})
+
+
+def kind_name(value: object) -> str:
+    """A block type for a log line: a plain identifier as it is, anything else not quoted."""
+    if isinstance(value, str) and value.isidentifier() and len(value) <= 40:
+        return repr(value)
+    return "an unnamed type"
+
+
+def _check_block(block: object, where: str) -> None:
+    if not isinstance(block, Mapping):
+        raise Unsupported(f"{where} is not an object")
+    kind = block.get("type")
+    allowed = _BLOCK_KEYS.get(kind) if isinstance(kind, str) else None
+    if allowed is None:
+        raise Unsupported(f"{where} has block type {kind_name(kind)}")
+    if not allowed.issuperset(block):
+        raise Unsupported(f"{where} ({kind}) has keys the conversion leaves out")
+    if kind in ("image", "document"):
+        source = block.get("source")
+        stype = source.get("type") if isinstance(source, Mapping) else None
+        keys = _SOURCE_KEYS.get(stype) if isinstance(stype, str) else None
+        if keys is None or not keys.issuperset(source):  # type: ignore[arg-type]
+            raise Unsupported(f"{where} ({kind}) has a source the conversion leaves out")
+    elif kind == "tool_use" and not isinstance(block.get("input"), Mapping):
+        raise Unsupported(f"{where} (tool_use) has an input that is not an object")
+    elif kind == "tool_result":
+        content = block.get("content")
+        if content is None or isinstance(content, str):
+            return
+        if not isinstance(content, list):
+            raise Unsupported(f"{where} (tool_result) has content of another shape")
+        for k, part in enumerate(content):
+            _check_block(part, f"{where}.content[{k}]")
+            if part.get("type") not in _RESULT_PARTS:
+                raise Unsupported(f"{where}.content[{k}] is not text or an image")
+
+
+def check_messages(messages: list[Any], start: int = 0) -> None:
+    """Unsupported unless every message from ``start`` on is one the conversion carries
+    whole."""
+    for i in range(start, len(messages)):
+        message = messages[i]
+        if not isinstance(message, Mapping) or message.get("role") not in _ROLES:
+            raise Unsupported(f"messages[{i}] is not a user, assistant or system message")
+        content = message.get("content")
+        if isinstance(content, str):
+            continue
+        if not isinstance(content, list):
+            raise Unsupported(f"messages[{i}].content is neither text nor a list")
+        for j, block in enumerate(content):
+            _check_block(block, f"messages[{i}].content[{j}]")
+            if message["role"] == "system" and block.get("type") != "text":
+                raise Unsupported(f"messages[{i}].content[{j}] is not text in a system message")
+
+
+def from_messages(messages: list[Any]) -> list[IContent]:
+    """The importer's reading of each message, and a ``system`` message (which Claude Code
+    sends among the others) as a ``human`` entry marked ``metadata.role: system``, the way
+    IContent carries a system message in place (the exporter gives it its role back)."""
+    names: dict[str, str] = {}
+    out: list[IContent] = []
+    for message in messages:
+        content = message["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        role = message["role"]
+        if role == "assistant":
+            made = [entry("ai", importer.assistant_blocks(blocks, names))]
+        elif role == "user":
+            made = user_entries(*importer.user_blocks(blocks, names))
+        else:
+            texts = [TextBlock(text=str(b.get("text", ""))) for b in blocks]
+            made = [entry("human", texts, role_metadata("system"))]
+        extras = {k: v for k, v in message.items() if k not in _MESSAGE_KEYS}
+        if extras:
+            made[-1] = _with_extras(made[-1], extras)
+        out.extend(made)
+    return out
+
+
+def _with_extras(item: IContent, extras: dict[str, Any]) -> IContent:
+    meta = item.metadata.model_dump(exclude_unset=True) if item.metadata is not None else {}
+    return item.model_copy(
+        update={"metadata": Metadata.model_validate({**meta, EXTRAS_KEY: extras})}
+    )
+
+
+class AnthropicApi:
+    name = "anthropic"
+
+    def messages(self, body: Mapping[str, Any]) -> list[Any]:
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise Unsupported("no 'messages' list")
+        return messages
+
+    def check(self, messages: list[Any], start: int) -> None:
+        check_messages(messages, start)
+
+    def import_messages(self, messages: list[Any]) -> list[IContent]:
+        return from_messages(messages)
+
+    def start(self, body: Mapping[str, Any]) -> object:
+        system = body.get("system")
+        tools = body.get("tools")
+        names = (
+            [t.get("name") for t in tools if isinstance(t, Mapping)]
+            if isinstance(tools, list)
+            else []
+        )
+        return {"system": text_of_parts(system) if system is not None else None, "tools": names}
+
+    def export_mode(self, body: Mapping[str, Any]) -> str:
+        return ""
+
+    def export_entry(self, item: IContent, mode: str) -> list[dict[str, Any]]:
+        return _export(item)
+
+    def assemble(
+        self,
+        body: Mapping[str, Any],
+        exported: Sequence[list[dict[str, Any]]],
+        breakpoints: Sequence[int],
+    ) -> dict[str, Any]:
+        messages: list[dict[str, Any]] = []
+        last_of: list[int] = []  # per entry: its last message, or the one before it
+        for produced in exported:
+            for message in produced:
+                if _joins(messages, message):
+                    messages[-1] = _joined(messages[-1], message)
+                else:
+                    messages.append(message)
+            last_of.append(len(messages) - 1)
+        room = MAX_BREAKPOINTS - _own_breakpoints(body)
+        marked: set[int] = set()
+        for index in sorted(set(breakpoints))[::-1]:
+            if len(marked) >= room:
+                break
+            if 0 <= index < len(last_of) and last_of[index] >= 0:
+                at = last_of[index]
+                if at not in marked and _mark(messages, at):
+                    marked.add(at)
+        out = dict(body)
+        out["messages"] = messages
+        return out
+
+    def problems(self, body: Mapping[str, Any]) -> int:
+        return len(payload_problems("anthropic", body))
+
+    def billed(self, usage: object) -> Billed | None:
+        return anthropic_billed(usage)
+
+
+def _export(item: IContent) -> list[dict[str, Any]]:
+    """One entry's messages (a system message in place keeps its role)."""
+    exported = exporter.export(Conversation((item,))).payload
+    assert isinstance(exported, dict)
+    messages: list[dict[str, Any]] = exported["messages"]
+    if entry_role(item.metadata) == "system":
+        messages = [{**m, "role": "system"} for m in messages]
+    extras = (item.metadata.model_extra or {}).get(EXTRAS_KEY) if item.metadata else None
+    if messages and isinstance(extras, dict):
+        messages[-1] = {**messages[-1], **extras, "role": messages[-1]["role"]}
+    return messages
+
+
+def _blocks(message: Mapping[str, Any]) -> list[Any]:
+    content = message["content"]
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def _joins(messages: list[dict[str, Any]], message: Mapping[str, Any]) -> bool:
+    """A user message that follows one of tool results only, and holds none itself: the
+    importer split the client's one message in two (results, then the rest)."""
+    if not messages or message["role"] != "user" or messages[-1]["role"] != "user":
+        return False
+    before = messages[-1]["content"]
+    if not isinstance(before, list) or any(b.get("type") != "tool_result" for b in before):
+        return False
+    return not any(b.get("type") == "tool_result" for b in _blocks(message))
+
+
+def _joined(first: dict[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
+    return {**second, "content": [*first["content"], *_blocks(second)]}
+
+
+def _own_breakpoints(body: Mapping[str, Any]) -> int:
+    """The client's ``cache_control`` marks outside the messages (system, tools)."""
+    n = 0
+    for field in ("system", "tools"):
+        value = body.get(field)
+        if isinstance(value, list):
+            n += sum(1 for b in value if isinstance(b, Mapping) and b.get("cache_control"))
+    return n
+
+
+def _mark(messages: list[dict[str, Any]], at: int) -> bool:
+    """Put a breakpoint on the last block of ``messages[at]`` that may carry one."""
+    blocks = _blocks(messages[at])
+    for k in range(len(blocks) - 1, -1, -1):
+        if blocks[k].get("type") not in _NO_BREAKPOINT:
+            blocks[k] = {**copy.copy(blocks[k]), "cache_control": dict(CACHE_CONTROL)}
+            messages[at] = {**messages[at], "content": blocks}
+            return True
+    return False

@@ -1,0 +1,173 @@
+"""The proxy's HTTP server (aiohttp): two API paths through hdcontext, every other path as is.
+
+``POST /v1/messages`` (Anthropic) and ``POST /v1/chat/completions`` (OpenAI) go through the
+compactor; what it cannot or should not handle goes upstream as it came, with a log line that
+says why (kinds and counts only: no content, no header values). Any other path is passed to
+the upstream it belongs to: Anthropic's when the path is under ``/v1/messages`` or the request
+carries ``anthropic-version``, else OpenAI's.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import orjson
+from aiohttp import web
+
+from .anthropic import AnthropicApi
+from .api import Api, Unsupported
+from .compactor import Compacted, Compactor, TooSlow, client_name
+from .guard import refusal
+from .openai import OpenAiApi
+from .upstream import SESSION_HEADER, Forwarded, Upstream, forward
+
+log = logging.getLogger(__name__)
+
+MAX_BODY = 512 * 1024 * 1024
+"""The largest request body read (aiohttp's default, 1 MiB, is far below an agent's)."""
+CONNECT_TIMEOUT_S = 30.0
+READ_TIMEOUT_S = 900.0
+"""Between two chunks of an answer: a model thinking for long before it streams."""
+
+
+@dataclass
+class ProxyState:
+    compactor: Compactor
+    upstreams: dict[str, Upstream]
+    allowed: frozenset[str] = frozenset()
+    """Host header values that name this proxy (set once it listens)."""
+    client: aiohttp.ClientSession | None = None
+    requests: int = 0
+    compacted: int = 0
+    unchanged: int = 0
+    apis: dict[str, Api] = field(
+        default_factory=lambda: {"anthropic": AnthropicApi(), "openai": OpenAiApi()}
+    )
+
+
+STATE = web.AppKey("hdcontext_proxy", ProxyState)
+
+
+@web.middleware
+async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
+    state = request.app[STATE]
+    reason = refusal(request.headers.get("Host"), request.headers.get("Origin"), state.allowed)
+    if reason is not None:
+        log.warning("refused a request: %s", reason)
+        return web.json_response({"error": {"message": f"hdcontext proxy: {reason}"}}, status=403)
+    response: web.StreamResponse = await handler(request)
+    return response
+
+
+def build_app(state: ProxyState) -> web.Application:
+    app = web.Application(middlewares=[_guard], client_max_size=MAX_BODY)
+    app[STATE] = state
+    app.router.add_post("/v1/messages", _anthropic)
+    app.router.add_post("/v1/chat/completions", _openai)
+    app.router.add_route("*", "/{tail:.*}", _passthrough)
+    app.cleanup_ctx.append(_client)
+    return app
+
+
+async def _client(app: web.Application) -> Any:
+    state = app[STATE]
+    timeout = aiohttp.ClientTimeout(
+        total=None, sock_connect=CONNECT_TIMEOUT_S, sock_read=READ_TIMEOUT_S
+    )
+    # No cookies kept between clients, no proxy from the environment's variables.
+    state.client = aiohttp.ClientSession(
+        timeout=timeout, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False
+    )
+    yield
+    await state.client.close()
+
+
+def _session(state: ProxyState) -> aiohttp.ClientSession:
+    assert state.client is not None
+    return state.client
+
+
+async def _anthropic(request: web.Request) -> web.StreamResponse:
+    return await _through(request, "anthropic")
+
+
+async def _openai(request: web.Request) -> web.StreamResponse:
+    return await _through(request, "openai")
+
+
+async def _passthrough(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    name = (
+        "anthropic"
+        if request.path.startswith("/v1/messages") or "anthropic-version" in request.headers
+        else "openai"
+    )
+    body = await request.read()
+    done = await forward(_session(state), request, state.upstreams[name], body)
+    return done.response
+
+
+async def _through(request: web.Request, name: str) -> web.StreamResponse:
+    state = request.app[STATE]
+    api = state.apis[name]
+    upstream = state.upstreams[name]
+    raw = await request.read()
+    state.requests += 1
+    compacted = await _compacted(state, api, request, raw)
+    body = compacted.body if compacted is not None else raw
+    billed_of = api.billed if compacted is not None else None
+    done: Forwarded = await forward(_session(state), request, upstream, body, billed_of)
+    if compacted is not None and done.billed is not None:
+        try:
+            await state.compactor.record(compacted.session_id, done.billed)
+        except Exception as exc:  # the answer has gone out already; only the tally is lost
+            log.warning("%s: usage not recorded: %s", name, type(exc).__name__)
+    return done.response
+
+
+async def _compacted(
+    state: ProxyState, api: Api, request: web.Request, raw: bytes
+) -> Compacted | None:
+    """The request through hdcontext, or ``None`` to send it as it came (and why, logged)."""
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return _unchanged(state, api, "the body is not JSON")
+    if not isinstance(body, dict):
+        return _unchanged(state, api, "the body is not a JSON object")
+    try:
+        compacted = await state.compactor.compact(
+            api,
+            body,
+            session=request.headers.get(SESSION_HEADER) or None,
+            client=client_name(request.headers.get("User-Agent")),
+        )
+    except Unsupported as exc:
+        return _unchanged(state, api, f"not carried: {exc}")
+    except TooSlow as exc:
+        return _unchanged(state, api, str(exc))
+    except Exception as exc:
+        return _unchanged(state, api, f"hdcontext failed: {type(exc).__name__}")
+    state.compacted += 1
+    log.info(
+        "%s %s: %d entries in, %d out, %d tokens, breakpoints %s, %d → %d bytes",
+        api.name,
+        compacted.session_id,
+        compacted.entries_in,
+        compacted.entries_out,
+        compacted.tokens,
+        list(compacted.breakpoints),
+        len(raw),
+        len(compacted.body),
+    )
+    return compacted
+
+
+def _unchanged(state: ProxyState, api: Api, why: str) -> Compacted | None:
+    """``None``, after saying in the log why the request goes as it came."""
+    state.unchanged += 1
+    log.warning("%s request forwarded unchanged: %s", api.name, why)
+    return None

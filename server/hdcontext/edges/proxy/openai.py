@@ -1,0 +1,216 @@
+"""OpenAI chat completions (``POST /v1/chat/completions``) at the proxy.
+
+The leading ``system``/``developer`` messages are the client's prompt: they stay as sent, like
+Anthropic's ``system``, and only the messages after them go through the importer. What the
+importer would leave out or rewrite (a message's ``name``, the legacy ``function_call``, a
+``file`` given by id, refusals) makes the request Unsupported: it goes upstream as it came.
+``reasoning_content`` (DeepSeek, vLLM) is carried when the client sends it.
+
+Breakpoints: OpenAI caches at explicit breakpoints from GPT-5.6 on (``prompt_cache_breakpoint:
+{"mode": "explicit"}`` on a content part of a system, user or tool message; assistant output
+cannot carry one); older models match any shared prefix, and a field they do not know could
+be refused, so for them none is placed. A breakpoint named on an assistant entry goes to the
+nearest message before it that can carry one. At most three go into a request (four cache
+writes, one of them OpenAI's own at the end), the client's in its system messages counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...core.cache.pricing import caches_at_breakpoints
+from ...core.content import IContent
+from ...core.validity import payload_problems
+from ...formats.conversation import Conversation, FormatError
+from ...formats.exporters import openai as exporter
+from ...formats.importers import openai_chat as importer
+from .anthropic import kind_name
+from .api import Unsupported
+from .usage import Billed, openai_billed
+
+BREAKPOINT_KEY = "prompt_cache_breakpoint"
+BREAKPOINT = {"mode": "explicit"}
+MAX_BREAKPOINTS = 3
+
+_SYSTEM_ROLES = ("system", "developer")
+_MESSAGE_KEYS = {
+    "user": frozenset({"role", "content"}),
+    "assistant": frozenset({"role", "content", "tool_calls", "reasoning_content", "refusal"}),
+    "tool": frozenset({"role", "content", "tool_call_id"}),
+    "system": frozenset({"role", "content"}),
+    "developer": frozenset({"role", "content"}),
+}
+_MARKS = frozenset({"cache_control", BREAKPOINT_KEY})
+_PART_KEYS = {
+    "text": frozenset({"type", "text"}) | _MARKS,
+    "image_url": frozenset({"type", "image_url"}) | _MARKS,
+    "input_audio": frozenset({"type", "input_audio"}) | _MARKS,
+    "file": frozenset({"type", "file"}) | _MARKS,
+}
+_CALL_KEYS = frozenset({"id", "type", "function"})
+
+
+def split(body: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
+    """(the leading system messages, the conversation after them)."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise Unsupported("no 'messages' list")
+    head = 0
+    while (
+        head < len(messages)
+        and isinstance(messages[head], Mapping)
+        and messages[head].get("role") in _SYSTEM_ROLES
+    ):
+        head += 1
+    return messages[:head], messages[head:]
+
+
+def _check_parts(content: object, role: str, where: str) -> None:
+    if content is None and role == "assistant":
+        return
+    if isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise Unsupported(f"{where}.content is neither text nor a list")
+    for k, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        allowed = _PART_KEYS.get(kind) if isinstance(kind, str) else None
+        if allowed is None or (role != "user" and kind != "text"):
+            raise Unsupported(f"{where}.content[{k}] has part type {kind_name(kind)}")
+        if not allowed.issuperset(part):
+            raise Unsupported(f"{where}.content[{k}] ({kind}) has keys the conversion leaves out")
+        if kind == "file":
+            file = part.get("file")
+            if not isinstance(file, Mapping) or not isinstance(file.get("file_data"), str):
+                raise Unsupported(f"{where}.content[{k}] is a file given by id")
+
+
+def check(messages: list[Any]) -> None:
+    for i, message in enumerate(messages):
+        where = f"messages[{i}]"
+        role = message.get("role") if isinstance(message, Mapping) else None
+        keys = _MESSAGE_KEYS.get(role) if isinstance(role, str) else None
+        if keys is None or not isinstance(role, str):
+            raise Unsupported(f"{where} has role {kind_name(role)}")
+        if not keys.issuperset(message):
+            raise Unsupported(f"{where} ({role}) has keys the conversion leaves out")
+        if message.get("refusal") is not None:
+            raise Unsupported(f"{where} is a refusal")
+        _check_parts(message.get("content"), role, where)
+        calls = message.get("tool_calls")
+        if calls is None:
+            continue
+        if not isinstance(calls, list):
+            raise Unsupported(f"{where}.tool_calls is not a list")
+        for call in calls:
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if (
+                not isinstance(function, Mapping)
+                or not _CALL_KEYS.issuperset(call)
+                or not {"name", "arguments"}.issuperset(function)
+                or not isinstance(function.get("arguments"), str)
+            ):
+                raise Unsupported(f"{where}.tool_calls has a call the conversion rewrites")
+
+
+class OpenAiApi:
+    name = "openai"
+
+    def messages(self, body: Mapping[str, Any]) -> list[Any]:
+        _, rest = split(body)
+        return rest
+
+    def check(self, messages: list[Any], start: int) -> None:
+        check(messages[start:])
+
+    def import_messages(self, messages: list[Any]) -> list[IContent]:
+        try:
+            return list(importer.from_messages(messages).entries)
+        except FormatError as exc:
+            raise Unsupported("not an OpenAI conversation") from exc
+
+    def start(self, body: Mapping[str, Any]) -> object:
+        head, _ = split(body)
+        tools = body.get("tools")
+        names = (
+            [t.get("function", {}).get("name") for t in tools if isinstance(t, Mapping)]
+            if isinstance(tools, list)
+            else []
+        )
+        return {"system": head, "tools": names}
+
+    def export_mode(self, body: Mapping[str, Any]) -> str:
+        """Thinking goes back as ``reasoning_content`` when the client sends that field."""
+        _, rest = split(body)
+        sends = any(isinstance(m, Mapping) and m.get("reasoning_content") for m in rest)
+        return "reasoning_content" if sends else "drop"
+
+    def export_entry(self, item: IContent, mode: str) -> list[dict[str, Any]]:
+        thinking: exporter.ThinkingMode = (
+            "reasoning_content" if mode == "reasoning_content" else "drop"
+        )
+        exported = exporter.export(Conversation((item,)), thinking=thinking).payload
+        assert isinstance(exported, list)
+        return exported
+
+    def assemble(
+        self,
+        body: Mapping[str, Any],
+        exported: Sequence[list[dict[str, Any]]],
+        breakpoints: Sequence[int],
+    ) -> dict[str, Any]:
+        head, _ = split(body)
+        messages: list[dict[str, Any]] = []
+        last_of: list[int] = []
+        for produced in exported:
+            messages.extend(produced)
+            last_of.append(len(messages) - 1)
+        out = dict(body)
+        model = body.get("model")
+        if caches_at_breakpoints(model if isinstance(model, str) else None):
+            _place(messages, last_of, breakpoints, MAX_BREAKPOINTS - _own_breakpoints(head))
+        out["messages"] = [*head, *messages]
+        return out
+
+    def problems(self, body: Mapping[str, Any]) -> int:
+        return len(payload_problems("openai", body))
+
+    def billed(self, usage: object) -> Billed | None:
+        return openai_billed(usage)
+
+
+def _own_breakpoints(head: Sequence[Any]) -> int:
+    n = 0
+    for message in head:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if isinstance(content, list):
+            n += sum(1 for p in content if isinstance(p, Mapping) and p.get(BREAKPOINT_KEY))
+    return n
+
+
+def _place(
+    messages: list[dict[str, Any]], last_of: list[int], breakpoints: Sequence[int], room: int
+) -> None:
+    """The daemon's breakpoints, latest first, each on the nearest message at or before its
+    entry's last one that can carry it (one that falls on or after a later mark is dropped)."""
+    marked: list[int] = []
+    for index in sorted(set(breakpoints))[::-1]:
+        if len(marked) >= room or not 0 <= index < len(last_of):
+            continue
+        at = last_of[index]
+        while at >= 0 and messages[at]["role"] == "assistant":
+            at -= 1
+        if at < 0 or (marked and at >= marked[-1]):
+            continue
+        messages[at] = _marked(messages[at])
+        marked.append(at)
+
+
+def _marked(message: dict[str, Any]) -> dict[str, Any]:
+    content = message.get("content")
+    parts = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+    if not parts:
+        return message
+    parts[-1] = {**parts[-1], BREAKPOINT_KEY: dict(BREAKPOINT)}
+    return {**message, "content": parts}

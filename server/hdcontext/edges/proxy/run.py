@@ -1,0 +1,200 @@
+"""``hdcontext proxy``: the server on its own, or beside a daemon that already runs.
+
+On its own it is a daemon without an editor: it takes its storage folder as ``serve`` does
+(created 0700, locked, so no other daemon writes the same sessions), opens the store and
+serves until interrupted. ``Proxy`` is the same server over a ``Daemon`` someone else made,
+which is how an editor's daemon can host it (its sessions then show in the editor).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from yarl import URL
+
+from ...core.compression.types import SummarizeRequest, SummarizerError
+from ...core.session import SessionSummarizer
+from ...core.settings import Settings
+from .. import memory, storage_lock
+from ..daemon import Daemon
+from ..ide_settings import IdeSettings
+from ..store import StoreError, folder_problem, prepare_folder
+from ..summarizer import ask_openai, timeout_seconds
+from ..transport import PRIVATE_UMASK
+from .app import ProxyState, build_app
+from .compactor import DEFAULT_BOUND_S, Compactor
+from .guard import allowed_hosts, is_loopback
+from .upstream import Upstream
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORT = 8787
+ANTHROPIC_UPSTREAM = "https://api.anthropic.com"
+OPENAI_UPSTREAM = "https://api.openai.com/v1"
+EXIT_STORAGE_LOCKED = 3
+EXIT_UNUSABLE = 2
+
+
+class _NoEditor:
+    """The daemon's client when no editor is there: warnings to the log, no notifications,
+    and summaries only from an ``openai`` summarizer (settings say which)."""
+
+    def notify(self, method: str, params: Any) -> None:
+        return None
+
+    def warn(self, message: str) -> None:
+        log.warning("%s", message)
+
+    def summarizer(self, session_id: str) -> SessionSummarizer:
+        async def summarize(request: SummarizeRequest, settings: Settings) -> str:
+            if settings.summarizer_provider == "openai":
+                return await ask_openai(settings, request, timeout_seconds())
+            raise SummarizerError(
+                "client",
+                "the proxy has no editor to write summaries: use high-density or "
+                "top-down-truncation, or summarizer.provider openai",
+            )
+
+        return summarize
+
+
+class Proxy:
+    """The proxy's server over ``daemon``, listening once ``start`` returns."""
+
+    def __init__(
+        self,
+        daemon: Daemon,
+        *,
+        anthropic: str = ANTHROPIC_UPSTREAM,
+        openai: str = OPENAI_UPSTREAM,
+        bound_s: float = DEFAULT_BOUND_S,
+        context_limit: int | None = None,
+    ) -> None:
+        compactor = Compactor(daemon, bound_s)
+        compactor.context_limit = context_limit
+        self.state = ProxyState(
+            compactor=compactor,
+            upstreams={
+                "anthropic": Upstream("anthropic", URL(anthropic)),
+                "openai": Upstream("openai", URL(openai)),
+            },
+        )
+        self._runner: web.AppRunner | None = None
+        self.host = ""
+        self.port = 0
+
+    async def start(self, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> int:
+        """Listen on ``host:port`` (0: any free port); the port it listens on."""
+        runner = web.AppRunner(build_app(self.state), access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port)
+        try:
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        bound = runner.addresses[0]
+        self.host, self.port = host, int(bound[1])
+        self.state.allowed = allowed_hosts(host, self.port)
+        return self.port
+
+    @property
+    def url(self) -> str:
+        host = "127.0.0.1" if self.host in ("", "0.0.0.0", "::") else self.host
+        return f"http://{'[' + host + ']' if ':' in host else host}:{self.port}"
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+
+def serve_proxy(
+    *,
+    host: str,
+    port: int,
+    storage: Path,
+    anthropic: str,
+    openai: str,
+    bound_s: float,
+    context_limit: int | None = None,
+) -> int:
+    """``hdcontext proxy`` until interrupted; its exit code."""
+    memory.configure()
+    os.umask(PRIVATE_UMASK)
+    if not is_loopback(host):
+        print(
+            f"hdcontext proxy: listening on {host}, which is not loopback: any machine that "
+            "reaches it can use it",
+            file=sys.stderr,
+            flush=True,
+        )
+    try:
+        prepare_folder(storage)
+        storage_lock.acquire(storage)
+    except storage_lock.StorageLocked as exc:
+        print(f"hdcontext proxy: {exc}", file=sys.stderr, flush=True)
+        return EXIT_STORAGE_LOCKED
+    except (StoreError, OSError, ValueError) as exc:
+        message = str(exc) if isinstance(exc, StoreError) else folder_problem(storage, exc)
+        print(f"hdcontext proxy: {message}", file=sys.stderr, flush=True)
+        return EXIT_UNUSABLE
+    try:
+        return asyncio.run(_serve(host, port, storage, anthropic, openai, bound_s, context_limit))
+    except KeyboardInterrupt:
+        return 0
+
+
+async def _serve(
+    host: str,
+    port: int,
+    storage: Path,
+    anthropic: str,
+    openai: str,
+    bound_s: float,
+    context_limit: int | None,
+) -> int:
+    daemon = Daemon(_NoEditor(), storage, IdeSettings())
+    try:
+        await daemon.start()
+    except StoreError as exc:
+        await daemon.store.close()
+        print(f"hdcontext proxy: {exc}", file=sys.stderr, flush=True)
+        return EXIT_UNUSABLE
+    proxy = Proxy(
+        daemon, anthropic=anthropic, openai=openai, bound_s=bound_s, context_limit=context_limit
+    )
+    try:
+        listening = await proxy.start(host, port)
+    except OSError as exc:
+        await daemon.store.close()
+        print(f"hdcontext proxy: cannot listen on {host}:{port}: {exc.strerror}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    print(
+        f"hdcontext proxy listening on {proxy.url} (port {listening}; anthropic upstream "
+        f"{proxy.state.upstreams['anthropic'].shown()}, openai upstream "
+        f"{proxy.state.upstreams['openai'].shown()}; sessions in {storage})",
+        file=sys.stderr,
+        flush=True,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await proxy.stop()
+        await daemon.shutdown()
+        await daemon.store.close()
+    return 0

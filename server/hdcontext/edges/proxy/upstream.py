@@ -1,0 +1,157 @@
+"""Forwarding to the provider, and the answer back to the client as it came.
+
+Every header of the client's request goes upstream (its API key among them, and nowhere else)
+except those that describe one hop of HTTP (``Connection``, ``Host``, ``Content-Length``…) and
+hdcontext's own ``x-hdcontext-session``; the client's ``Accept-Encoding`` is replaced by the
+HTTP library's, which decodes the answer, so that its usage can be read. The answer keeps its
+status, headers (less the hop ones and the encoding already undone) and body: a refusal reaches
+the client with the upstream's status and body. An event stream is passed on chunk by chunk as
+it arrives. An upstream that cannot be reached is a 502 that names which one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import aiohttp
+from aiohttp import web
+from multidict import CIMultiDict, CIMultiDictProxy
+from yarl import URL
+
+from .usage import Billed, StreamUsage, from_json
+
+log = logging.getLogger(__name__)
+
+SESSION_HEADER = "x-hdcontext-session"
+HOP_HEADERS = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    }
+)
+_REQUEST_DROP = HOP_HEADERS | {"accept-encoding", SESSION_HEADER}
+_RESPONSE_DROP = HOP_HEADERS | {"content-encoding"}
+MAX_USAGE_BODY = 64 * 1024 * 1024
+"""A JSON answer longer than this is passed on without reading its usage."""
+
+
+@dataclass(frozen=True)
+class Upstream:
+    name: str
+    """``anthropic`` or ``openai``."""
+    base: URL
+
+    def url(self, path_qs: str) -> URL:
+        """The upstream URL for a request path: the base's path, then the request's, without
+        a second ``/v1`` when the base already ends with it (``https://api.openai.com/v1``)."""
+        base_path = self.base.path.rstrip("/")
+        path = path_qs
+        if base_path.endswith("/v1") and (path == "/v1" or path.startswith(("/v1/", "/v1?"))):
+            path = path[3:]
+        return URL(str(self.base.with_path("").with_query(None)) + base_path + path, encoded=True)
+
+    def shown(self) -> str:
+        """The base for a log line or an error: no user or password in it."""
+        return str(self.base.with_user(None))
+
+
+def request_headers(headers: CIMultiDictProxy[str]) -> CIMultiDict[str]:
+    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in _REQUEST_DROP)
+
+
+def response_headers(headers: CIMultiDictProxy[str]) -> CIMultiDict[str]:
+    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in _RESPONSE_DROP)
+
+
+def unreachable(upstream: Upstream, exc: BaseException) -> web.Response:
+    """The 502 a client gets when the upstream cannot be reached, in the API's error shape."""
+    message = (
+        f"hdcontext proxy: the {upstream.name} upstream ({upstream.shown()}) could not be "
+        f"reached ({type(exc).__name__})"
+    )
+    if upstream.name == "anthropic":
+        body: object = {"type": "error", "error": {"type": "api_error", "message": message}}
+    else:
+        body = {"error": {"message": message, "type": "upstream_unreachable", "code": 502}}
+    return web.json_response(body, status=502)
+
+
+@dataclass
+class Forwarded:
+    response: web.StreamResponse
+    billed: Billed | None
+    status: int
+
+
+async def forward(
+    client: aiohttp.ClientSession,
+    request: web.Request,
+    upstream: Upstream,
+    body: bytes,
+    billed_of: Callable[[object], Billed | None] | None = None,
+) -> Forwarded:
+    """Send ``body`` upstream in place of the request's, and answer the client with what comes
+    back. ``billed_of`` reads the usage of a successful answer (``None``: not read)."""
+    url = upstream.url(request.path_qs)
+    try:
+        answer = await client.request(
+            request.method,
+            url,
+            data=body,
+            headers=request_headers(request.headers),
+            allow_redirects=False,
+        )
+    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+        log.warning(
+            "%s upstream %s unreachable: %s", upstream.name, upstream.shown(), type(exc).__name__
+        )
+        response = unreachable(upstream, exc)
+        return Forwarded(response, None, 502)
+    async with answer:
+        headers = response_headers(answer.headers)
+        read = billed_of is not None and answer.status == 200
+        if answer.content_type == "text/event-stream":
+            return await _stream(request, answer, headers, upstream, billed_of if read else None)
+        data = await answer.read()
+        billed = None
+        if read and billed_of is not None and len(data) <= MAX_USAGE_BODY:
+            billed = from_json(data, billed_of)
+        response = web.Response(
+            status=answer.status, reason=answer.reason, headers=headers, body=data
+        )
+        return Forwarded(response, billed, answer.status)
+
+
+async def _stream(
+    request: web.Request,
+    answer: aiohttp.ClientResponse,
+    headers: CIMultiDict[str],
+    upstream: Upstream,
+    billed_of: Callable[[object], Billed | None] | None,
+) -> Forwarded:
+    response = web.StreamResponse(status=answer.status, reason=answer.reason, headers=headers)
+    await response.prepare(request)
+    usage = StreamUsage(upstream.name) if billed_of is not None else None
+    try:
+        async for chunk in answer.content.iter_any():
+            if usage is not None:
+                usage.feed(chunk)
+            await response.write(chunk)
+        await response.write_eof()
+    except (TimeoutError, ConnectionResetError, aiohttp.ClientError) as exc:
+        # The client went away, or the upstream broke off: nothing more can reach the client.
+        log.warning("%s stream ended early: %s", upstream.name, type(exc).__name__)
+        return Forwarded(response, None, answer.status)
+    return Forwarded(response, usage.billed if usage is not None else None, answer.status)

@@ -1,0 +1,149 @@
+"""What a provider billed for a call, read from its answer as it passes through.
+
+The answer goes to the client byte for byte; the proxy only reads along. A JSON answer is read
+once it is whole. An event stream (``text/event-stream``) is read line by line as it flows, and
+only ``data:`` lines that mention ``"usage"`` are parsed, so a long stream costs a byte search
+per chunk. Anthropic gives its input and cache figures in ``message_start`` and the output in
+``message_delta``; OpenAI gives one ``usage`` object, in the last chunk of a stream (when the
+client asked for it with ``stream_options.include_usage``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+
+@dataclass(frozen=True)
+class Billed:
+    """``history/usage``'s figures: ``input_tokens`` counts every input token, cached or not."""
+
+    input_tokens: int
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+
+    def params(self, session_id: str, at: int) -> dict[str, Any]:
+        return {
+            "sessionId": session_id,
+            "inputTokens": self.input_tokens,
+            "cacheReadTokens": self.cache_read_tokens,
+            "cacheWriteTokens": self.cache_write_tokens,
+            "outputTokens": self.output_tokens,
+            "at": at,
+        }
+
+
+def count(value: object) -> int:
+    """A token count from an answer: a non-negative integer, anything else 0."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return 0
+    return value
+
+
+def anthropic_billed(usage: object) -> Billed | None:
+    """Anthropic's ``usage``: ``input_tokens`` leaves out what was read from or written to the
+    cache, so the input is the sum of the three."""
+    if not isinstance(usage, Mapping):
+        return None
+    read = count(usage.get("cache_read_input_tokens"))
+    write = count(usage.get("cache_creation_input_tokens"))
+    return Billed(
+        input_tokens=count(usage.get("input_tokens")) + read + write,
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+        output_tokens=count(usage.get("output_tokens")),
+    )
+
+
+def openai_billed(usage: object) -> Billed | None:
+    """OpenAI's ``usage``: ``prompt_tokens`` counts every input token; the cached part is in
+    ``prompt_tokens_details.cached_tokens`` (and, where a provider reports them, the tokens
+    written to the cache in ``cache_write_tokens``)."""
+    if not isinstance(usage, Mapping):
+        return None
+    details = usage.get("prompt_tokens_details")
+    details = details if isinstance(details, Mapping) else {}
+    return Billed(
+        input_tokens=count(usage.get("prompt_tokens")),
+        cache_read_tokens=count(details.get("cached_tokens")),
+        cache_write_tokens=count(details.get("cache_write_tokens")),
+        output_tokens=count(usage.get("completion_tokens")),
+    )
+
+
+def from_json(body: bytes, billed: Callable[[object], Billed | None]) -> Billed | None:
+    """The usage of a whole JSON answer, or ``None``."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return billed(data.get("usage")) if isinstance(data, Mapping) else None
+
+
+class StreamUsage:
+    """Reads the usage of an event stream as its chunks pass (``feed``), whatever the chunk
+    boundaries; ``billed`` is what it found once the stream ended."""
+
+    MAX_LINE = 1 << 20
+    """A line longer than this is not kept whole (no usage event is that long)."""
+
+    def __init__(self, provider: str) -> None:
+        self._provider = provider
+        self._partial = bytearray()
+        self._usage: dict[str, Any] = {}
+        self._seen = False
+
+    def feed(self, chunk: bytes) -> None:
+        data = self._partial + chunk if self._partial else chunk
+        lines = data.split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            self._line(line)
+        self._partial = bytearray(rest) if len(rest) <= self.MAX_LINE else bytearray()
+
+    def _line(self, line: bytes | bytearray) -> None:
+        if not line.startswith(b"data:") or b'"usage"' not in line:
+            return
+        try:
+            event = orjson.loads(line[5:])
+        except orjson.JSONDecodeError:
+            return
+        if not isinstance(event, dict):
+            return
+        if self._provider == "anthropic":
+            self._anthropic(event)
+        else:
+            usage = event.get("usage")
+            if isinstance(usage, dict):
+                self._usage = usage
+                self._seen = True
+
+    def _anthropic(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "message_start":
+            message = event.get("message")
+            usage = message.get("usage") if isinstance(message, dict) else None
+            if isinstance(usage, dict):
+                self._usage = dict(usage)
+                self._seen = True
+        elif kind == "message_delta":
+            usage = event.get("usage")
+            if isinstance(usage, dict):
+                # Later figures of the same call: the delta's non-null ones win.
+                self._usage.update({k: v for k, v in usage.items() if v is not None})
+                self._seen = True
+
+    @property
+    def billed(self) -> Billed | None:
+        if self._partial:
+            self._line(bytes(self._partial))
+            self._partial = bytearray()
+        if not self._seen:
+            return None
+        if self._provider == "anthropic":
+            return anthropic_billed(self._usage)
+        return openai_billed(self._usage)

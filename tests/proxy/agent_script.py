@@ -1,0 +1,86 @@
+"""The scripted model behind the agent tests: it works on ``notes.txt`` in a workspace over
+several turns with real tool calls (read the file, edit it, run a command, read it again,
+then answer), in Claude Code's tool names, whatever the proxy pruned from what it sends.
+
+Which step comes next is read from the newest tool result's call id (``toolu_step<N>_…``),
+which is always in the request: it is the conversation's last entry. A request with no tools
+(a client's side request: a title, a summary) gets a plain short answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+_STEP = re.compile(r"step(\d+)_")
+DONE_TEXT = "All done: notes.txt now says beta."
+
+
+def last_result_step(body: dict[str, Any]) -> int | None:
+    """The step of the newest tool result in an Anthropic or OpenAI request, if any."""
+    messages = body.get("messages") or []
+    for message in reversed(messages):
+        ids: list[str] = []
+        if message.get("role") == "tool":
+            ids.append(str(message.get("tool_call_id")))
+        content = message.get("content")
+        if isinstance(content, list):
+            ids += [
+                str(b.get("tool_use_id"))
+                for b in content
+                if isinstance(b, dict) and b.get("type") == "tool_result"
+            ]
+        if message.get("role") == "assistant":
+            return None
+        for call_id in reversed(ids):
+            found = _STEP.search(call_id)
+            if found:
+                return int(found.group(1))
+    return None
+
+
+def tool_names(body: dict[str, Any]) -> set[str]:
+    names = set()
+    for tool in body.get("tools") or []:
+        names.add(tool.get("name") or (tool.get("function") or {}).get("name"))
+    return names
+
+
+def notes_script(workspace: Path) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
+    notes = str(workspace / "notes.txt")
+    steps: list[list[dict[str, Any]]] = [
+        [{"type": "tool_use", "name": "Read", "input": {"file_path": notes}}],
+        [
+            {
+                "type": "tool_use",
+                "name": "Edit",
+                "input": {"file_path": notes, "old_string": "alpha", "new_string": "beta"},
+            }
+        ],
+        [
+            {
+                "type": "tool_use",
+                "name": "Bash",
+                "input": {"command": "wc -l notes.txt", "description": "Count lines"},
+            }
+        ],
+        [{"type": "tool_use", "name": "Read", "input": {"file_path": notes}}],
+        [{"type": "text", "text": DONE_TEXT}],
+    ]
+
+    def script(body: dict[str, Any]) -> list[dict[str, Any]]:
+        if "Read" not in tool_names(body):
+            return [{"type": "text", "text": "Notes"}]
+        done = last_result_step(body)
+        step = 0 if done is None else done + 1
+        blocks = steps[min(step, len(steps) - 1)]
+        out = []
+        for k, block in enumerate(blocks):
+            if block["type"] == "tool_use":
+                block = {**block, "id": f"toolu_step{step}_{k}"}
+            out.append(block)
+        return out
+
+    return script

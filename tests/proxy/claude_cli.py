@@ -1,0 +1,85 @@
+"""Claude Code's CLI for the proxy's end-to-end test, installed once into a cache folder.
+
+``@anthropic-ai/claude-code`` at a pinned version, from the npm registry, into
+``~/.cache/hdcontext-e2e/claude-code-<version>`` (about 400 MB: npm brings the native binary
+for this platform as an optional package). The test says so before it installs. It is skipped
+with a reason when ``HDC_SKIP_EDITOR_TESTS=1`` (no install at all), when npm is missing, or
+when the registry cannot be reached.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+VERSION = "2.1.332"
+PACKAGE = f"@anthropic-ai/claude-code@{VERSION}"
+CACHE = Path(os.environ.get("HDC_E2E_CACHE", Path.home() / ".cache" / "hdcontext-e2e"))
+INSTALL_TIMEOUT_S = 900
+
+
+def folder() -> Path:
+    return CACHE / f"claude-code-{VERSION}"
+
+
+def binary() -> Path:
+    return folder() / "node_modules" / ".bin" / "claude"
+
+
+def works(path: Path) -> bool:
+    if not path.exists():
+        return False
+    try:
+        done = subprocess.run(
+            [str(path), "--version"], capture_output=True, timeout=60, env=quiet_env({})
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and VERSION in done.stdout.decode(errors="replace")
+
+
+def quiet_env(extra: dict[str, str]) -> dict[str, str]:
+    """Claude Code with telemetry, updates and every call but the model's turned off."""
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+    env.update(extra)
+    return env
+
+
+def ensure() -> tuple[Path | None, str]:
+    """(the CLI, "") once installed, else (None, why it cannot be)."""
+    if os.environ.get("HDC_SKIP_EDITOR_TESTS") == "1":
+        return None, "HDC_SKIP_EDITOR_TESTS=1: Claude Code's CLI is not installed"
+    if works(binary()):
+        return binary(), ""
+    npm = shutil.which("npm")
+    if npm is None:
+        return None, "npm is not on PATH: Claude Code's CLI cannot be installed"
+    target = folder()
+    target.mkdir(parents=True, exist_ok=True)
+    print(
+        f"\ninstalling {PACKAGE} (Claude Code's CLI with its native binary, about 400 MB) "
+        f"from the npm registry into {target}, once",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        done = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(target), PACKAGE],
+            capture_output=True,
+            timeout=INSTALL_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return None, f"npm install {PACKAGE} did not finish in {INSTALL_TIMEOUT_S} s"
+    if done.returncode != 0 or not works(binary()):
+        tail = done.stderr.decode(errors="replace").strip().splitlines()[-3:]
+        return None, f"npm install {PACKAGE} failed (registry unreachable?): {' | '.join(tail)}"
+    return binary(), ""

@@ -1,0 +1,87 @@
+"""The proxy as it runs: a daemon over a private storage folder, the proxy's server on a free
+loopback port, and a scripted fake provider as its upstream (fake_upstream.py), all in the
+test's event loop, so a client (aiohttp, the openai library, Claude Code's CLI) talks to them
+over real HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from hdcontext.edges.daemon import Daemon
+from hdcontext.edges.ide_settings import IdeSettings
+from hdcontext.edges.proxy.run import Proxy, _NoEditor
+from hdcontext.edges.store import prepare_folder
+
+from .fake_upstream import FakeUpstream, Script
+
+
+@dataclass
+class Running:
+    proxy: Proxy
+    daemon: Daemon
+    fake: FakeUpstream
+    fake_url: str
+    storage: Path
+
+    @property
+    def url(self) -> str:
+        return self.proxy.url
+
+    async def statuses(self) -> list[dict[str, Any]]:
+        listed: dict[str, Any] = await self.daemon.list({})
+        return list(listed["sessions"])
+
+
+async def start(
+    tmp_path: Path,
+    script: Script,
+    *,
+    bound_s: float = 10.0,
+    openai_base: str = "/v1",
+    settings: dict[str, Any] | None = None,
+) -> tuple[Running, list[web.AppRunner]]:
+    fake = FakeUpstream(script)
+    runner = web.AppRunner(fake.app(), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    fake_url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    storage = tmp_path / "storage"
+    prepare_folder(storage)
+    ide = IdeSettings()
+    if settings:
+        ide.set_initial(settings)
+    daemon = Daemon(_NoEditor(), storage, ide)
+    await daemon.start()
+    proxy = Proxy(daemon, anthropic=fake_url, openai=fake_url + openai_base, bound_s=bound_s)
+    await proxy.start("127.0.0.1", 0)
+    return Running(proxy, daemon, fake, fake_url, storage), [runner]
+
+
+async def stop(running: Running, runners: list[web.AppRunner]) -> None:
+    await running.proxy.stop()
+    await running.daemon.shutdown()
+    await running.daemon.store.close()
+    for runner in runners:
+        await runner.cleanup()
+
+
+@pytest.fixture
+def script() -> Script:
+    """The default script: answer every request with one text block."""
+    return lambda body: [{"type": "text", "text": "fine"}]
+
+
+@pytest.fixture
+async def running(tmp_path: Path, script: Script) -> AsyncIterator[Running]:
+    proxy, runners = await start(tmp_path, script)
+    try:
+        yield proxy
+    finally:
+        await stop(proxy, runners)

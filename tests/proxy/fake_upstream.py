@@ -1,0 +1,218 @@
+"""A scripted provider for the proxy's tests: an aiohttp server on loopback that records every
+request it gets (path, headers, JSON body) and answers as a script says, in Anthropic's or
+OpenAI's shape, as JSON or as an event stream (SSE) when the request asks to stream."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+Script = Callable[[dict[str, Any]], list[dict[str, Any]]]
+"""Request body → the content blocks to answer with (Anthropic blocks: text or tool_use)."""
+
+ANTHROPIC_USAGE = {
+    "input_tokens": 100,
+    "cache_read_input_tokens": 1000,
+    "cache_creation_input_tokens": 200,
+    "output_tokens": 7,
+}
+OPENAI_USAGE = {
+    "prompt_tokens": 1300,
+    "completion_tokens": 9,
+    "total_tokens": 1309,
+    "prompt_tokens_details": {"cached_tokens": 1000},
+}
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    raw: bytes
+
+
+@dataclass
+class FakeUpstream:
+    script: Script
+    seen: list[Seen] = field(default_factory=list)
+    anthropic_usage: dict[str, Any] = field(default_factory=lambda: dict(ANTHROPIC_USAGE))
+    openai_usage: dict[str, Any] = field(default_factory=lambda: dict(OPENAI_USAGE))
+    refuse: tuple[int, dict[str, Any]] | None = None
+    """(status, body) to answer every API request with instead of the script."""
+    ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=512 * 1024 * 1024)
+        app.router.add_post("/v1/messages", self._anthropic)
+        app.router.add_post("/v1/chat/completions", self._openai)
+        app.router.add_route("*", "/{tail:.*}", self._other)
+        return app
+
+    async def _record(self, request: web.Request) -> Any:
+        raw = await request.read()
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw
+        self.seen.append(Seen(request.method, request.path_qs, dict(request.headers), body, raw))
+        return body
+
+    @property
+    def api_requests(self) -> list[Seen]:
+        return [s for s in self.seen if s.path.split("?")[0] in API_PATHS]
+
+    async def _other(self, request: web.Request) -> web.StreamResponse:
+        await self._record(request)
+        return web.json_response({"path": request.path, "fake": True}, status=404)
+
+    async def _anthropic(self, request: web.Request) -> web.StreamResponse:
+        body = await self._record(request)
+        if self.refuse is not None:
+            return web.json_response(self.refuse[1], status=self.refuse[0])
+        if not isinstance(body, dict):
+            return web.json_response({"type": "error", "error": {"type": "bad"}}, status=400)
+        blocks = self.script(body)
+        stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+        message = {
+            "id": f"msg_{next(self.ids)}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "claude"),
+            "content": blocks,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": self.anthropic_usage,
+        }
+        if not body.get("stream"):
+            return web.json_response(message)
+        return await _sse(request, anthropic_events(message))
+
+    async def _openai(self, request: web.Request) -> web.StreamResponse:
+        body = await self._record(request)
+        if self.refuse is not None:
+            return web.json_response(self.refuse[1], status=self.refuse[0])
+        if not isinstance(body, dict):
+            return web.json_response({"error": {"message": "bad"}}, status=400)
+        blocks = self.script(body)
+        text = "".join(b["text"] for b in blocks if b["type"] == "text") or None
+        calls = [
+            {
+                "id": b["id"],
+                "type": "function",
+                "function": {"name": b["name"], "arguments": json.dumps(b["input"])},
+            }
+            for b in blocks
+            if b["type"] == "tool_use"
+        ]
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if calls:
+            message["tool_calls"] = calls
+        reply_id = f"chatcmpl-{next(self.ids)}"
+        finish = "tool_calls" if calls else "stop"
+        if not body.get("stream"):
+            return web.json_response(
+                {
+                    "id": reply_id,
+                    "object": "chat.completion",
+                    "created": 1,
+                    "model": body.get("model", "gpt"),
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": self.openai_usage,
+                }
+            )
+        with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        chunks = openai_chunks(
+            reply_id, body, message, finish, self.openai_usage if with_usage else None
+        )
+        return await _sse(request, chunks)
+
+
+API_PATHS = ("/v1/messages", "/v1/chat/completions")
+
+
+async def _sse(
+    request: web.Request, events: list[tuple[str | None, dict[str, Any] | str]]
+) -> web.StreamResponse:
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    for name, data in events:
+        text = data if isinstance(data, str) else json.dumps(data)
+        head = f"event: {name}\n" if name else ""
+        await response.write(f"{head}data: {text}\n\n".encode())
+    await response.write_eof()
+    return response
+
+
+def anthropic_events(message: dict[str, Any]) -> list[tuple[str | None, dict[str, Any] | str]]:
+    usage = message["usage"]
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    events: list[tuple[str | None, dict[str, Any] | str]] = [
+        ("message_start", {"type": "message_start", "message": start})
+    ]
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            empty: dict[str, Any] = {"type": "text", "text": ""}
+            delta: dict[str, Any] = {"type": "text_delta", "text": block["text"]}
+        else:
+            empty = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        events.append(
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": empty},
+            )
+        )
+        events.append(
+            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+        )
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": usage["output_tokens"]},
+            },
+        )
+    )
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events
+
+
+def openai_chunks(
+    reply_id: str,
+    body: dict[str, Any],
+    message: dict[str, Any],
+    finish: str,
+    usage: dict[str, Any] | None,
+) -> list[tuple[str | None, dict[str, Any] | str]]:
+    base = {
+        "id": reply_id,
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": body.get("model"),
+    }
+
+    def chunk(delta: dict[str, Any], reason: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": reason}]}
+
+    out: list[tuple[str | None, dict[str, Any] | str]] = [
+        (None, chunk({"role": "assistant", "content": ""}))
+    ]
+    if message.get("content"):
+        out.append((None, chunk({"content": message["content"]})))
+    for k, call in enumerate(message.get("tool_calls") or []):
+        out.append((None, chunk({"tool_calls": [{"index": k, **call}]})))
+    out.append((None, chunk({}, finish)))
+    if usage is not None:
+        out.append((None, {**base, "choices": [], "usage": usage}))
+    out.append((None, "[DONE]"))
+    return out

@@ -1,0 +1,145 @@
+"""Claude Code, a real agent nobody here wrote, through the proxy.
+
+Claude Code's CLI in print mode (``-p``), pointed at the proxy by ``ANTHROPIC_BASE_URL`` with a
+fake key, works on a temporary workspace; the proxy's upstream is a scripted fake Anthropic
+server (agent_script.py) that streams its answers, as the real API does for Claude Code, and
+asks for real tool calls: read ``notes.txt``, edit it, run ``wc -l``, read it again, answer.
+A recorder (tap.py) between Claude Code and the proxy keeps what Claude Code sent.
+
+The fake reports that it caches nothing, as a provider that is not caching would, so the
+daemon's schedule applies its edits at once: the first read, stale after the second, is gone
+from the last request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hdcontext.core.validity import payload_problems, problems
+from hdcontext.edges.proxy.anthropic import AnthropicApi
+
+from . import claude_cli
+from .agent_script import DONE_TEXT, notes_script
+from .conftest import start, stop
+from .tap import start_tap
+from .test_adapters import conversation
+
+RUN_TIMEOUT_S = 240
+
+
+@pytest.fixture(scope="module")
+def cli() -> Path:
+    path, why = claude_cli.ensure()
+    if path is None:
+        pytest.skip(why)
+    return path
+
+
+def _message_marks(body: dict[str, Any]) -> list[tuple[int, int]]:
+    """(message, block) of every cache_control in the messages."""
+    marks = []
+    for i, message in enumerate(body["messages"]):
+        content = message["content"]
+        if isinstance(content, list):
+            marks += [(i, j) for j, b in enumerate(content) if b.get("cache_control")]
+    return marks
+
+
+def _own_marks(body: dict[str, Any]) -> list[Any]:
+    """The cache_control marks of system and tools, as JSON for comparison."""
+    return [
+        (field, k, b.get("cache_control"))
+        for field in ("system", "tools")
+        for k, b in enumerate(body.get(field) or [])
+        if isinstance(b, dict)
+    ]
+
+
+async def test_claude_code_through_the_proxy(cli: Path, tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    notes = workspace / "notes.txt"
+    notes.write_text(
+        "alpha\n" + "".join(f"line {i}: words about the project\n" for i in range(300))
+    )
+    home = tmp_path / "home"
+    home.mkdir()
+    running, runners = await start(tmp_path, notes_script(workspace))
+    running.fake.anthropic_usage = {"input_tokens": 3000, "output_tokens": 5}
+    tap, tap_runner, tap_url = await start_tap(running.url)
+    runners.append(tap_runner)
+    try:
+        env = claude_cli.quiet_env(
+            {"HOME": str(home), "ANTHROPIC_BASE_URL": tap_url, "ANTHROPIC_API_KEY": "sk-ant-fake"}
+        )
+        process = await asyncio.create_subprocess_exec(
+            str(cli),
+            "-p",
+            "Change alpha to beta in notes.txt, check the line count, and show me the file.",
+            "--allowedTools",
+            "Read,Edit,Bash",
+            "--output-format",
+            "json",
+            cwd=workspace,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(process.communicate(), RUN_TIMEOUT_S)
+        statuses = await running.statuses()
+    finally:
+        await stop(running, runners)
+
+    # Claude Code finished, and did the work.
+    assert process.returncode == 0, err.decode(errors="replace")[-2000:]
+    result = json.loads(out)
+    assert result["is_error"] is False
+    assert result["result"] == DONE_TEXT
+    assert notes.read_text().startswith("beta\n")
+
+    sent = [body for path, body in tap.sent if path == "/v1/messages"]
+    received = [s.body for s in running.fake.api_requests]
+    assert len(received) == len(sent) >= 5
+    for original, body in zip(sent, received, strict=True):
+        # Provider-valid, as sent and after import.
+        assert payload_problems("anthropic", body) == []
+        assert problems(conversation(AnthropicApi(), body)) == []
+        # The daemon's breakpoints, and none of the client's in the messages: the last block
+        # of the last message carries one, at most two (cache.maxBreakpoints) in all.
+        marks = _message_marks(body)
+        last = len(body["messages"]) - 1
+        assert (last, len(body["messages"][last]["content"]) - 1) in marks
+        assert 1 <= len(marks) <= 2
+        # Everything else as Claude Code sent it: system, tools (their breakpoints too),
+        # model, parameters.
+        assert {k: v for k, v in body.items() if k != "messages"} == {
+            k: v for k, v in original.items() if k != "messages"
+        }
+        assert _own_marks(body) == _own_marks(original)
+
+    # Later requests are smaller: the first read of notes.txt, stale once it was read again,
+    # is gone from the last request, which Claude Code sent with it.
+    def ids(body: dict[str, Any]) -> set[str]:
+        return {
+            b["id"]
+            for m in body["messages"]
+            if isinstance(m["content"], list)
+            for b in m["content"]
+            if b.get("type") == "tool_use"
+        }
+
+    assert "toolu_step0_0" in ids(sent[-1])
+    assert "toolu_step0_0" not in ids(received[-1])
+    assert len(json.dumps(received[-1])) < len(json.dumps(sent[-1]))
+
+    # Its usage reached the session, one call per request.
+    (status,) = [s for s in statuses if s["usage"]["calls"]]
+    assert status["sessionId"].startswith("proxy-anthropic-")
+    assert status["usage"]["calls"] == len(received)
+    assert status["savedTokens"] > 0
