@@ -55,12 +55,18 @@ fuzz: $(STAMP)
 
 # The VS Code extension (client-extension/): npm packages from the lockfile, then tsc --noEmit
 # and the Node tests (pure modules, the real daemon over vscode-jsonrpc, the vscode glue with a
-# mocked vscode module); `vsix` packages it offline; `e2e` runs it in a real VS Code (code-server
-# 4.139.1, headless chromium): the status bar and the chat panel. Before that, setup.sh installs
-# once what those editor tests drive, and says what, how big and where before each install:
-# Debian packages (system-wide, apt-get), Node 24 and code-server (~/.cache/hdcontext-e2e, about
-# 800 MB). HDC_SKIP_EDITOR_TESTS=1 installs nothing and reports the editor tests as skipped.
-# Screenshots and, after a failure, logs: test-artifacts/e2e/ and test-artifacts/chat/.
+# mocked vscode module). `vsix` packages it with the daemon inside: the hdcontext wheel built from
+# this repository (client-extension/bundled/), installed by the extension into an environment of
+# its own on first use; `make vsix TARGET=linux-x64` (any `vsce package --target` name) also
+# carries the dependency wheels of that platform for CPython 3.11 to 3.14 (pip download, from
+# PyPI or pip's configured index), so that first use needs no network. `e2e` runs it in a real
+# VS Code (code-server 4.139.1, headless chromium): the status bar, the chat panel, and first use
+# with the package for this machine. Before that, setup.sh installs once what those editor tests
+# drive, and says what, how big and where before each install: Debian packages (system-wide,
+# apt-get), Node 24 and code-server (~/.cache/hdcontext-e2e, about 800 MB).
+# HDC_SKIP_EDITOR_TESTS=1 installs nothing and reports the editor tests as skipped.
+# Screenshots and, after a failure, logs: test-artifacts/e2e/, test-artifacts/chat/ and
+# test-artifacts/first-use/.
 EXT       := client-extension
 EXT_STAMP := $(EXT)/node_modules/.installed
 
@@ -68,18 +74,24 @@ $(EXT_STAMP): $(EXT)/package.json $(EXT)/package-lock.json
 	cd $(EXT) && npm ci --no-audit --no-fund
 	touch $(EXT_STAMP)
 
-vsix: $(EXT_STAMP)
-	cd $(EXT) && npm run --silent package
-	@echo "built $(EXT)/hdcontext.vsix"
+TARGET      ?=
+HOST_TARGET := $(shell node -p 'process.platform + "-" + process.arch' 2>/dev/null)
+VSIX_FILE    = hdcontext$(if $(TARGET),-$(TARGET)).vsix
+
+vsix: $(STAMP) $(EXT_STAMP)
+	cd $(EXT) && node scripts/bundle-daemon.mjs --python ../$(BIN)/python --repo .. --target '$(TARGET)'
+	cd $(EXT) && npm run --silent package -- --out $(VSIX_FILE) $(if $(TARGET),--target $(TARGET))
+	@echo "built $(EXT)/$(VSIX_FILE) ($$(du -h $(EXT)/$(VSIX_FILE) | cut -f1))"
 
 test-extension: $(STAMP) $(EXT_STAMP)
 	cd $(EXT) && npm run --silent typecheck && npm test --silent
 
 e2e: $(STAMP) vsix
+	@if [ "$$HDC_SKIP_EDITOR_TESTS" != 1 ]; then $(MAKE) --no-print-directory vsix TARGET=$(HOST_TARGET); fi
 	$(EXT)/test/e2e/setup.sh
 	cd $(EXT) && npm run --silent package:fixture >/dev/null && npm run --silent test:e2e
 	@if [ "$$HDC_SKIP_EDITOR_TESTS" = 1 ]; then echo "e2e: skipped (HDC_SKIP_EDITOR_TESTS=1)"; \
-	else echo "e2e screenshots: test-artifacts/e2e/, test-artifacts/chat/"; fi
+	else echo "e2e screenshots: test-artifacts/e2e/, test-artifacts/chat/, test-artifacts/first-use/"; fi
 
 # Density on every real transcript in ../shared/data/transcripts, then latency, memory and a
 # profile of the daemon on the largest one; prints tables and writes bench/results/latest.json

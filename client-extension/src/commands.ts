@@ -1,14 +1,15 @@
 /**
  * The commands: compact now, show a session's history (curated / raw / transcript, as JSON in
  * an editor), open the transcript, set a per-session override, clear a session, the quick pick
- * of sessions and actions behind the status bar item, the log, and restarting the daemon.
+ * of sessions and actions behind the status bar item, the log, restarting the daemon, and
+ * making its environment anew.
  */
 
 import * as fs from 'node:fs';
 
 import * as vscode from 'vscode';
 
-import type { Daemon } from './daemon';
+import { REINSTALL_COMMAND, type Daemon } from './daemon';
 import type { DaemonClient } from './daemonClient';
 import { HISTORY_VIEWS, STRATEGIES, type CompactResult, type HistoryView, type SettingsResult, type Status } from './protocol';
 import { formatCount, statusText } from './status';
@@ -23,6 +24,7 @@ export const Commands = {
     showSessions: 'hdcontext.showSessions',
     showLog: 'hdcontext.showLog',
     restartDaemon: 'hdcontext.restartDaemon',
+    reinstallDaemon: REINSTALL_COMMAND,
 } as const;
 
 export interface CommandHost {
@@ -53,6 +55,7 @@ export function registerCommands(context: vscode.ExtensionContext, host: Command
     register(Commands.showSessions, () => c.showSessions());
     register(Commands.showLog, async () => host.output.show(true));
     register(Commands.restartDaemon, () => c.restart());
+    register(Commands.reinstallDaemon, () => c.reinstall());
 }
 
 /** A command's session: a string, or `{sessionId}` (e.g. from another extension). */
@@ -270,6 +273,7 @@ export class CommandRunner {
         if (failure) {
             actions.push(
                 { label: '$(debug-restart) Restart Daemon', detail: failure, run: () => this.restart() },
+                { label: '$(cloud-download) Reinstall Daemon', description: 'make its environment anew', run: () => this.reinstall() },
                 {
                     label: '$(settings-gear) Set hdcontext.server.pythonPath',
                     run: async () => vscode.commands.executeCommand('workbench.action.openSettings', 'hdcontext.server.pythonPath'),
@@ -331,6 +335,11 @@ export class CommandRunner {
     async restart(): Promise<void> {
         this.host.statusBar.sessions.clear();
         await this.host.daemon.restart();
+    }
+
+    async reinstall(): Promise<void> {
+        this.host.statusBar.sessions.clear();
+        await this.host.daemon.reinstall();
     }
 }
 

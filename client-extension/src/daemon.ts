@@ -5,11 +5,14 @@
  * wrapping model, the status bar's click). `stop()` is the one way it ends, from `deactivate()`
  * and from `restart()`.
  *
- * Before starting, it checks that the chosen interpreter can import hdcontext; when it cannot,
- * the user gets one clear message with the command that fixes it, and nothing is retried until
- * they ask (`hdcontext: Restart Daemon`, or a change of `hdcontext.server.pythonPath`). A daemon
- * that exits is restarted at most MAX_RESTARTS times in RESTART_WINDOW_MS, then left stopped with
- * one message.
+ * Which Python runs it (interpreter.ts): `hdcontext.server.pythonPath` when set; else the Python
+ * extension's interpreter or `python3`, the first that can import hdcontext; else the environment
+ * the extension makes for itself from the wheels it carries (daemonSetup.ts), on first use.
+ * When none can, the user gets one clear message that says what to do, and nothing is retried
+ * until they ask (`hdcontext: Restart Daemon`, `hdcontext: Reinstall Daemon`, or a change of
+ * `hdcontext.server.pythonPath`); chat requests meanwhile go to the model unchanged. A daemon that
+ * exits is restarted at most MAX_RESTARTS times in RESTART_WINDOW_MS, then left stopped with one
+ * message.
  */
 
 import * as vscode from 'vscode';
@@ -22,8 +25,9 @@ import {
 } from 'vscode-languageclient/node';
 
 import { DaemonClient } from './daemonClient';
+import { DaemonSetup, SetupProblem } from './daemonSetup';
 import {
-    chooseInterpreter,
+    discover,
     checkHdcontext,
     installCommand,
     problemMessage,
@@ -38,6 +42,7 @@ import type { EditorSummarizer } from './summarizer';
 
 export const CLIENT_ID = 'hdcontext';
 export const CLIENT_NAME = 'hdcontext daemon';
+export const REINSTALL_COMMAND = 'hdcontext.reinstallDaemon';
 export const MAX_RESTARTS = 3;
 export const RESTART_WINDOW_MS = 3 * 60 * 1000;
 const PYTHON_EXTENSION = 'ms-python.python';
@@ -52,6 +57,9 @@ export interface DaemonHost {
     onStarting(): void;
     onRunning(): void;
     onFailed(message: string): void;
+    /** The extension's `bundled/` folder (the daemon's wheels) and version: the environment it makes. */
+    bundleDir?: string;
+    extensionVersion?: string;
 }
 
 /** How a language client is made: a seam for the tests. */
@@ -60,21 +68,42 @@ export type ClientFactory = (serverOptions: ServerOptions, clientOptions: Langua
 const defaultFactory: ClientFactory = (serverOptions, clientOptions) =>
     new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
 
+/** Why the daemon cannot run; the user has been told (once). */
 export class DaemonProblem extends Error {}
+
+/** Said after every reason the daemon cannot run: what happens to chat requests meanwhile. */
+export const MEANWHILE = 'Until then, chat requests through the "· hdcontext" models go to the model unchanged.';
 
 export class Daemon {
     private client: LanguageClient | undefined;
     private startup: Promise<DaemonClient> | undefined;
     private problem: string | undefined;
     private problemShown = false;
+    private hint: string | undefined;
+    /** Aborts what the start under way is doing (an install) when the daemon is stopped. */
+    private aborter = new AbortController();
     private restarts: number[] = [];
     private disposables: vscode.Disposable[] = [];
     interpreter: InterpreterChoice | undefined;
+    readonly setup: DaemonSetup;
 
     constructor(
         private readonly host: DaemonHost,
         private readonly factory: ClientFactory = defaultFactory,
-    ) {}
+    ) {
+        this.setup = new DaemonSetup({
+            output: host.output,
+            log: (line) => this.log(line),
+            storageDir: host.storageDir,
+            bundleDir: host.bundleDir ?? '',
+            extensionVersion: host.extensionVersion ?? '0.0.0',
+        });
+    }
+
+    /** Whether the daemon's environment is being installed (a first use). */
+    get settingUp(): boolean {
+        return this.setup.installing;
+    }
 
     log(line: string): void {
         this.host.output.appendLine(`[${new Date().toISOString()}] ${line}`);
@@ -100,27 +129,17 @@ export class Daemon {
         return this.problem;
     }
 
+    /** The command that installs hdcontext for the interpreter the setting names, when that is what failed. */
     get installHint(): string | undefined {
-        return this.interpreter ? installCommand(this.interpreter.path) : undefined;
+        return this.hint;
     }
 
-    private async start(): Promise<DaemonClient> {
+    private async start(rebuild = false): Promise<DaemonClient> {
         this.problem = undefined;
+        this.hint = undefined;
+        this.aborter = new AbortController();
         this.host.onStarting();
-        const choice = chooseInterpreter(
-            vscode.workspace.getConfiguration(SETTINGS_SECTION).get<string>('server.pythonPath'),
-            await this.pythonExtensionInterpreter(),
-        );
-        this.interpreter = choice;
-        this.log(`interpreter: ${choice.path} (${choice.source})`);
-        const check: CheckResult = await checkHdcontext(choice.path);
-        const problem = problemMessage(choice, check);
-        if (problem !== null) {
-            throw this.fail(problem, choice, !check.ok && check.kind === 'missing-package');
-        }
-        if (check.ok) {
-            this.log(`hdcontext ${check.version} found; starting ${choice.path} ${SERVE_ARGS.join(' ')}`);
-        }
+        const choice = await this.chooseInterpreter(rebuild);
         const client = this.factory(this.serverOptions(choice), this.clientOptions());
         this.client = client;
         try {
@@ -146,6 +165,53 @@ export class Daemon {
         this.log(`daemon running (protocol ${String(version)}), storage ${this.host.storageDir}`);
         this.host.onRunning();
         return daemon;
+    }
+
+    /**
+     * The interpreter to run: the setting's, else the first that can import hdcontext, else the
+     * environment of the extension's own (made now if need be). Throws the one DaemonProblem.
+     */
+    private async chooseInterpreter(rebuild: boolean): Promise<InterpreterChoice> {
+        const setting = vscode.workspace.getConfiguration(SETTINGS_SECTION).get<string>('server.pythonPath');
+        const pythonExtension = setting?.trim() ? undefined : await this.pythonExtensionInterpreter();
+        const plan = discover(setting, pythonExtension);
+        if (rebuild) {
+            this.log(`rebuilding the daemon environment ${this.setup.envDir}`);
+            await this.setUp(pythonExtension, true);
+            if (!plan.managedFallback) {
+                this.log('hdcontext.server.pythonPath is set: the daemon runs with it, not with the environment just made');
+            }
+        }
+        for (const choice of plan.candidates) {
+            this.interpreter = choice;
+            const check: CheckResult = await checkHdcontext(choice.path);
+            if (check.ok) {
+                this.log(`interpreter: ${choice.path} (${choice.source}) has hdcontext ${check.version}; starting ${choice.path} ${SERVE_ARGS.join(' ')}`);
+                return choice;
+            }
+            this.log(`interpreter: ${choice.path} (${choice.source}) cannot run the daemon: ${check.detail}`);
+            if (!plan.managedFallback) {
+                const problem = problemMessage(choice, check) as string;
+                throw this.fail(problem, choice, check.kind === 'missing-package');
+            }
+        }
+        const python = await this.setUp(pythonExtension, false);
+        const choice: InterpreterChoice = { path: python, source: 'managed' };
+        this.interpreter = choice;
+        this.log(`interpreter: ${python} (the extension's own environment); starting it with ${SERVE_ARGS.join(' ')}`);
+        return choice;
+    }
+
+    /** The extension's own environment; a SetupProblem becomes the one DaemonProblem. */
+    private async setUp(pythonExtension: string | undefined, rebuild: boolean): Promise<string> {
+        try {
+            return await this.setup.ensure(pythonExtension, rebuild, this.aborter.signal);
+        } catch (err) {
+            if (err instanceof SetupProblem) {
+                throw this.fail(err.message, undefined, false, true);
+            }
+            throw this.fail(`hdcontext: cannot set up its daemon: ${errorText(err)}. See the hdcontext output channel.`, undefined, false, true);
+        }
     }
 
     private serverOptions(choice: InterpreterChoice): ServerOptions {
@@ -234,26 +300,33 @@ export class Daemon {
     }
 
     /** Records why the daemon cannot run and tells the user once. */
-    private fail(message: string, choice: InterpreterChoice | undefined, offerInstall = false): DaemonProblem {
+    private fail(message: string, choice: InterpreterChoice | undefined, offerInstall = false, offerReinstall = false): DaemonProblem {
         this.problem = message;
+        this.hint = offerInstall && choice ? installCommand(choice.path) : undefined;
         this.log(message);
         this.host.onFailed(message);
+        if (this.aborter.signal.aborted) {
+            return new DaemonProblem(message); // stopped meanwhile: nobody is waiting for the answer
+        }
         if (!this.problemShown) {
             this.problemShown = true;
-            void this.showProblem(message, offerInstall ? choice : undefined);
+            void this.showProblem(`${message} ${MEANWHILE}`, offerInstall ? choice : undefined, offerReinstall);
         }
         return new DaemonProblem(message);
     }
 
-    /** The one error message; with "Copy Install Command" when the package is missing. */
-    private async showProblem(message: string, choice: InterpreterChoice | undefined): Promise<void> {
+    /** The one error message; with "Copy Install Command" when the package is missing, "Reinstall Daemon" when setting up failed. */
+    private async showProblem(message: string, choice: InterpreterChoice | undefined, offerReinstall: boolean): Promise<void> {
         const copy = 'Copy Install Command';
+        const reinstall = 'Reinstall Daemon';
         const settings = 'Open Settings';
         const log = 'Show Log';
-        const actions = choice ? [copy, settings, log] : [settings, log];
+        const actions = [...(choice ? [copy] : []), ...(offerReinstall ? [reinstall] : []), settings, log];
         const picked = await vscode.window.showErrorMessage(message, ...actions);
         if (picked === copy && choice) {
             await vscode.env.clipboard.writeText(installCommand(choice.path));
+        } else if (picked === reinstall) {
+            await vscode.commands.executeCommand(REINSTALL_COMMAND);
         } else if (picked === settings) {
             await vscode.commands.executeCommand('workbench.action.openSettings', 'hdcontext.server.pythonPath');
         } else if (picked === log) {
@@ -302,10 +375,21 @@ export class Daemon {
         return this.ready();
     }
 
+    /** `hdcontext: Reinstall Daemon`: stops it, makes its environment anew, starts it again. */
+    async reinstall(): Promise<DaemonClient> {
+        await this.stop();
+        this.problemShown = false;
+        this.restarts = [];
+        this.startup = this.start(true);
+        this.startup.catch(() => undefined);
+        return this.startup;
+    }
+
     async stop(): Promise<void> {
-        // A start under way finishes first, or its daemon would outlive this stop.
+        // A start under way finishes first (an install is cut short), or its daemon would outlive this stop.
         const starting = this.startup;
         this.startup = undefined;
+        this.aborter.abort();
         await starting?.catch(() => undefined);
         for (const d of this.disposables.splice(0)) {
             d.dispose();

@@ -9,6 +9,7 @@
  */
 
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 
 import * as vscode from 'vscode';
 
@@ -69,6 +70,8 @@ export async function activate(context: vscode.ExtensionContext, factory?: Clien
             onStarting: () => statusBar.starting(),
             onRunning: () => statusBar.running(),
             onFailed: (message) => statusBar.failed(message),
+            bundleDir: path.join(context.extensionPath ?? '', 'bundled'),
+            extensionVersion: String((context.extension?.packageJSON as { version?: unknown } | undefined)?.version ?? '0.0.0'),
         },
         factory,
     );

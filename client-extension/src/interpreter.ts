@@ -2,13 +2,15 @@
  * Which Python runs the daemon, and whether it has the `hdcontext` package. Node only, no
  * `vscode` import.
  *
- * Order: the `hdcontext.server.pythonPath` setting, else the Python extension's active
- * interpreter (when that extension is there and the workspace is trusted), else `python3`.
+ * Order: the `hdcontext.server.pythonPath` setting, and nothing else when it is set; else the
+ * first of the Python extension's active interpreter (when that extension is there and the
+ * workspace is trusted) and `python3` that can import hdcontext; else the environment the
+ * extension makes for itself (envPlan.ts) from the wheels it carries.
  */
 
 import { execFile } from 'node:child_process';
 
-export type InterpreterSource = 'setting' | 'python-extension' | 'default';
+export type InterpreterSource = 'setting' | 'python-extension' | 'default' | 'managed';
 
 export interface InterpreterChoice {
     path: string;
@@ -20,16 +22,27 @@ export const DEFAULT_PYTHON = 'python3';
 /** The module the daemon runs as: `python -m hdcontext serve`. */
 export const SERVE_ARGS: readonly string[] = ['-m', 'hdcontext', 'serve'];
 
-export function chooseInterpreter(setting: string | undefined, pythonExtension: string | undefined): InterpreterChoice {
+/** The interpreters to try, in order, and whether the extension's own environment comes after them. */
+export interface Discovery {
+    candidates: InterpreterChoice[];
+    /** False when the setting names the interpreter: its problem is the user's to fix, not worked around. */
+    managedFallback: boolean;
+}
+
+export function discover(setting: string | undefined, pythonExtension: string | undefined): Discovery {
     const fromSetting = setting?.trim();
     if (fromSetting) {
-        return { path: expandHome(fromSetting), source: 'setting' };
+        return { candidates: [{ path: expandHome(fromSetting), source: 'setting' }], managedFallback: false };
     }
+    const candidates: InterpreterChoice[] = [];
     const fromExtension = pythonExtension?.trim();
     if (fromExtension) {
-        return { path: fromExtension, source: 'python-extension' };
+        candidates.push({ path: fromExtension, source: 'python-extension' });
     }
-    return { path: DEFAULT_PYTHON, source: 'default' };
+    if (fromExtension !== DEFAULT_PYTHON) {
+        candidates.push({ path: DEFAULT_PYTHON, source: 'default' });
+    }
+    return { candidates, managedFallback: true };
 }
 
 function expandHome(p: string): string {
@@ -113,6 +126,12 @@ export function problemMessage(choice: InterpreterChoice, result: CheckResult): 
             : choice.source === 'python-extension'
               ? " (the Python extension's interpreter)"
               : '';
+    if (choice.source === 'setting' && result.kind === 'not-found') {
+        return (
+            `hdcontext: cannot start the daemon: hdcontext.server.pythonPath is ${choice.path}, which ${/not executable/.test(result.detail) ? 'cannot be run' : 'does not exist'}. ` +
+            'Clear the setting to let hdcontext run the daemon from the environment it sets up itself, or point it at a Python 3.11+ that has the hdcontext package.'
+        );
+    }
     switch (result.kind) {
         case 'not-found':
             return (

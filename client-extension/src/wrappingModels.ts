@@ -8,7 +8,8 @@
  * to send (a delta from the one this window holds), and that goes to the real model with the
  * request's tools (plus `hdcontext_retrieve`), tool mode and model options. Every part of the
  * real model's answer streams back as it comes. When the daemon cannot start or answer, the
- * conversation goes to the real model unchanged, once, and the user sees why.
+ * conversation goes to the real model unchanged, and the user sees why, once: a daemon that cannot
+ * start has said so itself (daemon.ts), so only the other reasons are warned of here.
  */
 
 import * as vscode from 'vscode';
@@ -16,7 +17,7 @@ import * as vscode from 'vscode';
 import { toEntries, toMessages, toolPairProblems, conversationId } from './chatConversion';
 import { PartTable, unchanged } from './chatParts';
 import type { ChatSessions } from './chatSessions';
-import type { Daemon } from './daemon';
+import { DaemonProblem, type Daemon } from './daemon';
 import { SETTINGS_SECTION, type Status } from './protocol';
 import { RETRIEVE_TOOL } from './retrieveTool';
 import { TOKEN_USAGE_MIME, parseUsageBytes, type ReportedUsage } from './usage';
@@ -26,8 +27,12 @@ export const WRAP_VENDOR = 'hdcontext';
 export const WRAP_SETTING = 'chat.wrapVendors';
 export const DEFAULT_WRAP_VENDORS = ['copilot'];
 export const NAME_SUFFIX = ' · hdcontext';
-/** How long a request waits for the daemon (start included) before it goes out unchanged. */
-export const PREPARE_TIMEOUT_MS = 60000;
+export const WAITS = {
+    /** How long a request waits for the daemon (start included) before it goes out unchanged. */
+    prepareMs: 60000,
+    /** How long, at most, a request waits while the daemon's environment is being installed (first use). */
+    setupMs: 5 * 60000,
+};
 const JUSTIFICATION = 'hdcontext sends your conversation to the model you picked, with stale file reads and duplicate output pruned.';
 
 export interface WrapperHost {
@@ -85,7 +90,7 @@ export class WrappingModels implements vscode.LanguageModelChatProvider, vscode.
         let outgoing: vscode.LanguageModelChatMessage[];
         let sessionId: string | undefined;
         try {
-            const prepared = await withDeadline(this.prepare(target, messages, options, token), PREPARE_TIMEOUT_MS, token);
+            const prepared = await withDeadline(this.prepare(target, messages, options, token), token, () => this.host.daemon.settingUp);
             outgoing = prepared.messages;
             sessionId = prepared.sessionId;
         } catch (err) {
@@ -94,7 +99,9 @@ export class WrappingModels implements vscode.LanguageModelChatProvider, vscode.
             }
             const reason = errorText(err);
             this.host.log(`chat request for ${target.vendor}/${target.id}: sent unchanged (${reason})`);
-            this.host.warn(`hdcontext: ${reason}. This request went to ${target.name} with the conversation unchanged.`);
+            if (!(err instanceof DaemonProblem)) {
+                this.host.warn(`hdcontext: ${reason}. This request went to ${target.name} with the conversation unchanged.`);
+            }
             outgoing = unchanged(messages);
         }
         const tools = withRetrieveTool(options.tools);
@@ -258,15 +265,37 @@ function estimateTokens(text: string): number {
     return Math.ceil(text.length / 4);
 }
 
-function withDeadline<T>(work: Promise<T>, ms: number, token: vscode.CancellationToken): Promise<T> {
+/**
+ * WAITS.prepareMs for the daemon to answer; while `settingUp()` (its environment is being
+ * installed, with a notification on screen) the wait goes on, up to WAITS.setupMs in all.
+ */
+function withDeadline<T>(work: Promise<T>, token: vscode.CancellationToken, settingUp: () => boolean): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`the daemon did not answer within ${ms / 1000} s`)), ms);
+        const started = Date.now();
+        let timer: NodeJS.Timeout;
+        const arm = (ms: number) => {
+            timer = setTimeout(() => {
+                const waited = Date.now() - started;
+                if (settingUp() && waited < WAITS.setupMs) {
+                    arm(Math.min(WAITS.prepareMs, WAITS.setupMs - waited));
+                } else if (settingUp()) {
+                    reject(new Error(`it is still setting up its daemon after ${seconds(waited)} (see the notification)`));
+                } else {
+                    reject(new Error(`the daemon did not answer within ${seconds(waited)}`));
+                }
+            }, ms);
+        };
+        arm(WAITS.prepareMs);
         const cancel = token.onCancellationRequested(() => reject(new vscode.CancellationError()));
         work.then(resolve, reject).finally(() => {
             clearTimeout(timer);
             cancel.dispose();
         });
     });
+}
+
+function seconds(ms: number): string {
+    return `${(ms / 1000).toFixed(ms < 10000 ? 1 : 0)} s`;
 }
 
 function errorText(err: unknown): string {

@@ -24,71 +24,19 @@ import type { Locator } from 'playwright-core';
 import { formatTokens } from '../../src/status';
 import { bigFile } from '../helpers/conversation';
 import { EXTENSION_ROOT, VENV_PYTHON } from '../helpers/realDaemon';
+import { MODEL, pairingProblems, pickModel, readLog, reply as replyIn, send as sendIn, toolIds, widenChat, type Message } from './chatPanel';
 import { ARTIFACTS, CodeServerRun, EDITOR_TESTS_SKIPPED, STEP_MS, poll } from './codeServer';
 
 const VSIX = path.join(EXTENSION_ROOT, 'hdcontext.vsix');
 const FIXTURE_VSIX = path.join(EXTENSION_ROOT, 'out', 'e2e', 'hdcontext-chat-e2e-fixture.vsix');
-const MODEL = 'Fake Backend 1 · hdcontext';
 const APP = bigFile(150);
-
-const INPUT = '.interactive-input-part .monaco-editor';
-const PICKER = '.interactive-input-part a.model-picker-name';
-
-interface Part {
-    type: 'text' | 'call' | 'result' | 'data' | 'other';
-    text?: string;
-    callId?: string;
-    name?: string;
-    input?: Record<string, unknown>;
-}
-interface Message {
-    role: string;
-    parts: Part[];
-}
-interface LogLine {
-    hop: string;
-    at: number;
-    tokens?: number;
-    tools?: string[];
-    messages?: Message[] | number;
-    [key: string]: unknown;
-}
-
-/** Calls and results of a request, by call id. */
-function toolIds(messages: Message[]): { calls: string[]; results: string[] } {
-    const parts = messages.flatMap((m) => m.parts);
-    return {
-        calls: parts.filter((p) => p.type === 'call').map((p) => p.callId as string),
-        results: parts.filter((p) => p.type === 'result').map((p) => p.callId as string),
-    };
-}
-
-/** Every call answered in the next message, every result answering the message before. */
-function pairingProblems(messages: Message[]): string[] {
-    const problems: string[] = [];
-    messages.forEach((m, i) => {
-        const calls = m.parts.filter((p) => p.type === 'call').map((p) => p.callId);
-        const next = new Set((messages[i + 1]?.parts ?? []).filter((p) => p.type === 'result').map((p) => p.callId));
-        calls.filter((c) => !next.has(c)).forEach((c) => problems.push(`call ${c} unanswered`));
-        const prev = new Set((messages[i - 1]?.parts ?? []).filter((p) => p.type === 'call').map((p) => p.callId));
-        m.parts.filter((p) => p.type === 'result' && !prev.has(p.callId)).forEach((p) => problems.push(`result ${p.callId} without its call`));
-    });
-    return problems;
-}
 
 describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 60 * 1000 }, () => {
     let run: CodeServerRun;
     let logFile: string;
     let statusItem: Locator;
 
-    const log = (): LogLine[] =>
-        fs.existsSync(logFile)
-            ? fs
-                  .readFileSync(logFile, 'utf8')
-                  .split('\n')
-                  .filter(Boolean)
-                  .map((l) => JSON.parse(l) as LogLine)
-            : [];
+    const log = () => readLog(logFile);
     const backendCalls = () => log().filter((l) => l.hop === 'backend');
     const guard = async (body: () => Promise<void>) => {
         try {
@@ -99,24 +47,8 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
         }
     };
 
-    /** Types a request into the chat input (replacing what is there) and sends it. */
-    const send = async (text: string): Promise<void> => {
-        await run.page.click(INPUT);
-        await run.page.keyboard.press('Control+A');
-        await run.page.keyboard.press('Backspace');
-        await run.page.keyboard.type(text);
-        if (/\/\w+$/.test(text)) {
-            // Enter would accept the slash command's completion instead of sending.
-            await run.page.keyboard.type(' ');
-        }
-        await run.page.keyboard.press('Enter');
-    };
-    /** The last response in the panel, once it shows `pattern`. */
-    const reply = async (pattern: RegExp): Promise<string> => {
-        const last = run.page.locator('.interactive-item-container.interactive-response').last();
-        await last.getByText(pattern).first().waitFor({ timeout: STEP_MS });
-        return last.innerText();
-    };
+    const send = (text: string) => sendIn(run, text);
+    const reply = (pattern: RegExp) => replyIn(run, pattern);
     /** Sent requests of one agent turn: the backend calls logged after `since`. */
     const callsSince = (since: number) => backendCalls().filter((l) => l.at >= since);
 
@@ -150,34 +82,10 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
 
     it('the model picker lists "Fake Backend 1 · hdcontext", and picking it works', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
         await guard(async () => {
-            const page = run.page;
-            await page.waitForSelector(INPUT, { timeout: STEP_MS });
-            // A wider chat view (the secondary side bar), for the screenshots.
-            const bar = await page.locator('#workbench\\.parts\\.auxiliarybar').boundingBox();
-            if (bar) {
-                await page.mouse.move(bar.x - 1, bar.y + bar.height / 2);
-                await page.mouse.down();
-                await page.mouse.move(bar.x - 240, bar.y + bar.height / 2, { steps: 5 });
-                await page.mouse.up();
-            }
-            // The picker lists the models known when it opens: reopen it until the twin is there.
-            let found = false;
-            for (let i = 0; i < 30 && !found; i++) {
-                await page.click(PICKER);
-                await page.keyboard.type('Fake Backend');
-                const row = page.locator(`.chat-model-picker-dropdown .monaco-list-row[aria-label^="${MODEL}"]`).first();
-                try {
-                    await row.waitFor({ timeout: 1000 });
-                    found = true;
-                    t.diagnostic(`screenshot: ${await run.shot('chat-picker.png')}`);
-                    await row.click();
-                } catch {
-                    await page.keyboard.press('Escape');
-                    await page.waitForTimeout(500);
-                }
-            }
-            assert.ok(found, `"${MODEL}" never appeared in the model picker`);
-            await page.waitForSelector(`${PICKER}[aria-label="Models, ${MODEL}"]`, { timeout: 5000 });
+            await widenChat(run);
+            await pickModel(run, MODEL, async () => {
+                t.diagnostic(`screenshot: ${await run.shot('chat-picker.png')}`);
+            });
             run.mark('model picked');
         });
     });

@@ -44,6 +44,8 @@ export interface RunOptions {
     files: Record<string, string>;
     /** Extra environment of code-server (and so of the extension hosts). */
     env?: Record<string, string>;
+    /** Folders put first on code-server's PATH (a `python3` of the test's, say). */
+    pathPrepend?: string[];
 }
 
 export function freePort(): Promise<number> {
@@ -77,6 +79,10 @@ export class CodeServerRun {
     readonly dir: string;
     readonly workspace: string;
     readonly settingsFile: string;
+    /** The remote machine's settings.json (scope "machine" settings). */
+    readonly machineSettingsFile: string;
+    /** The extensions' global storage: <user data>/User/globalStorage/<publisher.name>/. */
+    readonly globalStorage: string;
     readonly artifacts: string;
     page!: Page;
     failed = false;
@@ -87,6 +93,8 @@ export class CodeServerRun {
         this.dir = fs.mkdtempSync(path.join(os.tmpdir(), `hdcontext-${options.name}-`));
         this.workspace = path.join(this.dir, 'ws');
         this.settingsFile = path.join(this.dir, 'ud', 'User', 'settings.json');
+        this.machineSettingsFile = path.join(this.dir, 'ud', 'Machine', 'settings.json');
+        this.globalStorage = path.join(this.dir, 'ud', 'User', 'globalStorage');
         this.artifacts = path.join(ARTIFACTS, options.name);
     }
 
@@ -114,6 +122,34 @@ export class CodeServerRun {
         return file;
     }
 
+    /** Reloads the window ("Developer: Reload Window"): a new extension host, the old one gone. */
+    async reload(): Promise<void> {
+        await this.runCommand('Developer: Reload Window');
+        await this.page.waitForEvent('load', { timeout: STEP_MS });
+        await this.page.waitForSelector('.monaco-workbench', { timeout: STEP_MS });
+        this.mark('reloaded');
+    }
+
+    /** The text of an output channel, as VS Code writes it to its logs (one file per window and channel). */
+    outputChannel(name: string): string {
+        const found: string[] = [];
+        const walk = (dir: string) => {
+            for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+                const p = path.join(dir, e.name);
+                if (e.isDirectory()) {
+                    walk(p);
+                } else if (e.name.endsWith(`-${name}.log`) && p.includes('output_logging_')) {
+                    found.push(p);
+                }
+            }
+        };
+        walk(path.join(this.dir, 'ud', 'logs'));
+        return found
+            .sort((a, b) => fs.statSync(a).mtimeMs - fs.statSync(b).mtimeMs)
+            .map((f) => fs.readFileSync(f, 'utf8'))
+            .join('');
+    }
+
     /** Runs a command from the command palette (F1). */
     async runCommand(title: string): Promise<void> {
         await this.page.keyboard.press('F1');
@@ -131,7 +167,7 @@ export class CodeServerRun {
         return {
             ...process.env,
             // code-server is `#!/usr/bin/env node` and needs Node 24.
-            PATH: `${NODE_BIN}${path.delimiter}${process.env.PATH ?? ''}`,
+            PATH: [...(this.options.pathPrepend ?? []), NODE_BIN, process.env.PATH ?? ''].join(path.delimiter),
             TMPDIR: path.join(this.dir, 'tmp'),
             XDG_CONFIG_HOME: path.join(this.dir, 'xdg', 'config'),
             XDG_DATA_HOME: path.join(this.dir, 'xdg', 'data'),

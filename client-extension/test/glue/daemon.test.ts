@@ -3,8 +3,12 @@ import './register';
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 
-import { Daemon, MAX_RESTARTS, type DaemonHost } from '../../src/daemon';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { Daemon, MAX_RESTARTS, MEANWHILE, type DaemonHost } from '../../src/daemon';
 import { EditorSummarizer } from '../../src/summarizer';
+import { fakeBundle } from '../helpers/fakeBundle';
 import { VENV_PYTHON, pythonWithoutHdcontext, tempDir } from '../helpers/realDaemon';
 import { FakeLanguageClient } from './fakeClient';
 import { resetState, state, vscodeMock } from './vscodeMock';
@@ -61,12 +65,19 @@ describe('Daemon: interpreter, the one message, restarts', () => {
         assert.equal(state.errors.length, 2);
     });
 
-    it('an interpreter that does not exist: one message that says so', async () => {
+    it('a pythonPath that names no file: one message that says so and what to do, nothing installed instead', async () => {
         state.config['hdcontext.server.pythonPath'] = '/nonexistent/python3';
-        daemon = new Daemon(makeHost().host, factory);
-        await assert.rejects(daemon.ready(), /was not found/);
+        const { host } = makeHost();
+        daemon = new Daemon({ ...host, bundleDir: fakeBundle().dir, extensionVersion: '0.1.0' }, factory);
+        await assert.rejects(daemon.ready(), /hdcontext\.server\.pythonPath is \/nonexistent\/python3, which does not exist/);
+        await assert.rejects(daemon.ready());
         await flush();
         assert.equal(state.errors.length, 1);
+        assert.match(state.errors[0], /Clear the setting/);
+        assert.ok(state.errors[0].endsWith(MEANWHILE), 'and what happens to chat requests meanwhile');
+        assert.equal(state.progress.length, 0, 'the setting wins: no environment of its own');
+        assert.ok(!fs.existsSync(path.join(host.storageDir, 'daemon-env')));
+        assert.equal(FakeLanguageClient.instances.length, 0);
     });
 
     it("no setting: the Python extension's interpreter, when the workspace is trusted", async () => {

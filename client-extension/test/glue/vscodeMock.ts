@@ -212,6 +212,10 @@ export const state = {
     openedDocuments: [] as Array<{ language?: string; content?: string; uri?: Uri }>,
     configListeners: [] as Array<Listener<{ affectsConfiguration(s: string): boolean }>>,
     clipboard: '',
+    /** Each withProgress: its options and the messages it reported. */
+    progress: [] as Array<{ options: { title?: string; location?: number; cancellable?: boolean }; messages: string[] }>,
+    /** When set, the next withProgress is cancelled (its Cancel button) after its first report. */
+    cancelProgress: false,
 };
 
 export function resetState(): void {
@@ -237,6 +241,8 @@ export function resetState(): void {
     state.openedDocuments = [];
     state.configListeners = [];
     state.clipboard = '';
+    state.progress = [];
+    state.cancelProgress = false;
 }
 
 function message(list: 'errors' | 'warnings' | 'infos') {
@@ -319,8 +325,19 @@ export const vscodeMock = {
         showTextDocument(doc: unknown) {
             return Promise.resolve({ document: doc });
         },
-        withProgress<T>(_options: unknown, task: (progress: unknown, token: unknown) => Promise<T>): Promise<T> {
-            return task({ report: () => undefined }, new CancellationTokenSource().token);
+        withProgress<T>(options: { title?: string }, task: (progress: unknown, token: unknown) => Promise<T>): Promise<T> {
+            const record = { options, messages: [] as string[] };
+            state.progress.push(record);
+            const source = new CancellationTokenSource();
+            const cancel = state.cancelProgress;
+            state.cancelProgress = false;
+            const report = (p: { message?: string }) => {
+                record.messages.push(p.message ?? '');
+                if (cancel) {
+                    setTimeout(() => source.cancel(), 200);
+                }
+            };
+            return task({ report }, source.token);
         },
     },
     workspace: {

@@ -9,11 +9,11 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 
 import { ChatSessions } from '../../src/chatSessions';
-import { Daemon } from '../../src/daemon';
+import { Daemon, DaemonProblem } from '../../src/daemon';
 import { EditorSummarizer } from '../../src/summarizer';
 import type { Status } from '../../src/protocol';
 import { RETRIEVE_TOOL } from '../../src/retrieveTool';
-import { WrappingModels, type WrapperHost } from '../../src/wrappingModels';
+import { WAITS, WrappingModels, type WrapperHost } from '../../src/wrappingModels';
 import { bigFile } from '../helpers/conversation';
 import { VENV_PYTHON, pythonWithoutHdcontext, tempDir } from '../helpers/realDaemon';
 import { FakeLanguageClient } from './fakeClient';
@@ -162,7 +162,7 @@ describe('WrappingModels', () => {
         models.dispose();
     });
 
-    it('a daemon that cannot start: the conversation goes to the model unchanged, the answer streams back, the user is told', async () => {
+    it('a daemon that cannot start: the conversation goes to the model unchanged, the answer streams back, the user is told once', async () => {
         state.config['hdcontext.server.pythonPath'] = pythonWithoutHdcontext();
         const model = backend();
         state.models = [model] as never;
@@ -179,9 +179,58 @@ describe('WrappingModels', () => {
             parts.slice(0, 2).map((p) => (p as Text).value),
             ['Hello ', 'there.'],
         );
-        assert.equal(host.warnings.length, 1);
-        assert.match(host.warnings[0], /^hdcontext: cannot start the daemon: .*cannot import hdcontext.*\. This request went to GPT Test with the conversation unchanged\.$/);
+        // Told once, by the daemon's own error, which says what happens to requests meanwhile;
+        // no second message from here, and none at the next request.
+        await models.provideLanguageModelChatResponse(info, messages as never, opts(), { report: () => undefined }, new CancellationTokenSource().token as never);
+        assert.equal(model.sent.length, 2);
+        await new Promise((r) => setTimeout(r, 20));
+        assert.equal(host.warnings.length, 0, host.warnings.join('\n'));
+        assert.equal(state.errors.length, 1, state.errors.join('\n'));
+        assert.match(state.errors[0], /^hdcontext: cannot start the daemon: .*cannot import hdcontext.*Until then, chat requests through the "· hdcontext" models go to the model unchanged\.$/);
         models.dispose();
+    });
+
+    it('while the daemon is being set up (first use) a request waits for it past the usual wait; otherwise it goes unchanged after it, with a warning', async () => {
+        const saved = { ...WAITS };
+        WAITS.prepareMs = 150;
+        WAITS.setupMs = 3000;
+        try {
+            const model = backend();
+            state.models = [model] as never;
+            // A daemon whose setup ends after 600 ms, four usual waits, and then cannot start.
+            let settingUp = true;
+            const stub = {
+                get settingUp() {
+                    return settingUp;
+                },
+                ready: () =>
+                    new Promise((_resolve, reject) =>
+                        setTimeout(() => {
+                            settingUp = false;
+                            reject(new DaemonProblem('hdcontext: cannot set up its daemon: test'));
+                        }, 600),
+                    ),
+            };
+            const models = new WrappingModels({ ...host, daemon: stub as never });
+            const started = Date.now();
+            await models.provideLanguageModelChatResponse(info, request() as never, opts(), { report: () => undefined }, new CancellationTokenSource().token as never);
+            assert.ok(Date.now() - started >= 550, 'it waited for the setup');
+            assert.equal(model.sent.length, 1);
+            assert.deepEqual(host.warnings, [], 'the setup failure is the daemon\'s to tell');
+
+            // A daemon that answers nothing, with no setup under way: the usual wait, then a warning.
+            const silent = { settingUp: false, ready: () => new Promise(() => undefined) };
+            const other = new WrappingModels({ ...host, daemon: silent as never });
+            const t0 = Date.now();
+            await other.provideLanguageModelChatResponse(info, request() as never, opts(), { report: () => undefined }, new CancellationTokenSource().token as never);
+            assert.ok(Date.now() - t0 < 1000);
+            assert.equal(model.sent.length, 2);
+            assert.match(host.warnings[0] ?? '', /the daemon did not answer within 0\.\d s\. This request went to GPT Test with the conversation unchanged\./);
+            models.dispose();
+            other.dispose();
+        } finally {
+            Object.assign(WAITS, saved);
+        }
     });
 
     it("hdcontext_retrieve is offered with the chat's tools, and only when it has some", async () => {

@@ -1,16 +1,26 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { checkHdcontext, chooseInterpreter, installCommand, problemMessage } from '../../src/interpreter';
+import { checkHdcontext, discover, installCommand, problemMessage } from '../../src/interpreter';
 import { VENV_PYTHON, pythonWithoutHdcontext } from '../helpers/realDaemon';
 
-describe('chooseInterpreter', () => {
-    it('the setting first', () => assert.deepEqual(chooseInterpreter('/opt/py/bin/python', '/ext/python'), { path: '/opt/py/bin/python', source: 'setting' }));
-    it('then the Python extension', () => assert.deepEqual(chooseInterpreter('  ', '/ext/python'), { path: '/ext/python', source: 'python-extension' }));
-    it('then python3', () => assert.deepEqual(chooseInterpreter(undefined, undefined), { path: 'python3', source: 'default' }));
-    it('expands ~', () => {
+describe('discover: which interpreters are tried, and whether the own environment comes after', () => {
+    it('the setting alone, no fallback: its problem is for the user to fix', () =>
+        assert.deepEqual(discover('/opt/py/bin/python', '/ext/python'), { candidates: [{ path: '/opt/py/bin/python', source: 'setting' }], managedFallback: false }));
+    it('no setting: the Python extension, then python3, then the own environment', () =>
+        assert.deepEqual(discover('  ', '/ext/python'), {
+            candidates: [
+                { path: '/ext/python', source: 'python-extension' },
+                { path: 'python3', source: 'default' },
+            ],
+            managedFallback: true,
+        }));
+    it('no Python extension: python3, then the own environment', () =>
+        assert.deepEqual(discover(undefined, undefined), { candidates: [{ path: 'python3', source: 'default' }], managedFallback: true }));
+    it('python3 is not tried twice', () => assert.deepEqual(discover('', 'python3').candidates, [{ path: 'python3', source: 'python-extension' }]));
+    it('expands ~ in the setting', () => {
         const home = process.env.HOME as string;
-        assert.equal(chooseInterpreter('~/venv/bin/python', undefined).path, `${home}/venv/bin/python`);
+        assert.equal(discover('~/venv/bin/python', undefined).candidates[0].path, `${home}/venv/bin/python`);
     });
 });
 
@@ -38,6 +48,13 @@ describe('checkHdcontext', () => {
         assert.equal(!r.ok && r.kind, 'not-found');
         const msg = problemMessage({ path: '/nonexistent/bin/python3', source: 'default' }, r) as string;
         assert.match(msg, /was not found/);
+    });
+
+    it('a pythonPath setting that names no file: says so, and that clearing it lets hdcontext use its own environment', async () => {
+        const r = await checkHdcontext('/nonexistent/bin/python3');
+        const msg = problemMessage({ path: '/nonexistent/bin/python3', source: 'setting' }, r) as string;
+        assert.match(msg, /hdcontext\.server\.pythonPath is \/nonexistent\/bin\/python3, which does not exist/);
+        assert.match(msg, /Clear the setting/);
     });
 
     it('an interpreter that fails otherwise', async () => {
