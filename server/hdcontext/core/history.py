@@ -80,6 +80,32 @@ class _View:
     blocks: list[int]  # content blocks the curated view shows of each (0 where left out)
 
 
+class _RunningSums:
+    """Running sums of one of the view's lists, kept while the view is the same object: an
+    append extends them, a rollback truncates them, any other change makes them start again,
+    once."""
+
+    def __init__(self) -> None:
+        self._view: _View | None = None
+        self._sums: list[int] = [0]
+
+    def between(self, view: _View, values: list[int], start: int, stop: int) -> int:
+        sums = self._sums
+        if self._view is not view:
+            sums = self._sums = [0]
+            self._view = view
+        n = len(values)
+        if len(sums) > n + 1:
+            del sums[n + 1 :]
+        running = sums[-1]
+        for value in values[len(sums) - 1 :]:
+            running += value
+            sums.append(running)
+        stop = min(max(stop, 0), n)
+        start = min(max(start, 0), stop)
+        return sums[stop] - sums[start]
+
+
 @dataclass(frozen=True)
 class HistorySnapshot:
     """What ``History.restore_snapshot`` puts back: the lists by reference, with the lengths
@@ -101,10 +127,8 @@ class History:
         self._total = 0
         self._next_key = 0
         self._changed_from: int | None = None  # first raw index changed since mark_stable
-        self._cum: list[int] = [0]  # running sums of curated tokens (tokens_between)
-        self._cum_view: _View | None = None
-        self._cum_blocks: list[int] = [0]  # running sums of curated blocks (blocks_between)
-        self._cum_blocks_view: _View | None = None
+        self._token_sums = _RunningSums()  # of curated tokens (tokens_between)
+        self._block_sums = _RunningSums()  # of curated blocks (blocks_between)
         self._transcript: list[Blob] = []
         self.journal = Journal()
 
@@ -170,46 +194,14 @@ class History:
         return self._curated_len
 
     def tokens_between(self, start: int, stop: int) -> int:
-        """Curated tokens of the working view's entries ``start`` to ``stop - 1``.
-
-        Running sums, kept while the view is the same object (an append extends them, a
-        rollback truncates them); any other change makes them start again, once.
-        """
-        view = self._view
-        cum = self._cum
-        if self._cum_view is not view:
-            cum = self._cum = [0]
-            self._cum_view = view
-        n = len(view.curated_tokens)
-        if len(cum) > n + 1:
-            del cum[n + 1 :]
-        running = cum[-1]
-        for count in view.curated_tokens[len(cum) - 1 :]:
-            running += count
-            cum.append(running)
-        stop = min(max(stop, 0), n)
-        start = min(max(start, 0), stop)
-        return cum[stop] - cum[start]
+        """Curated tokens of the working view's entries ``start`` to ``stop - 1``."""
+        return self._token_sums.between(self._view, self._view.curated_tokens, start, stop)
 
     def blocks_between(self, start: int, stop: int) -> int:
         """Content blocks the curated view shows of entries ``start`` to ``stop - 1``: how a
         provider that finds cache entries a number of blocks back (Anthropic) measures the
-        distance between two places in a request. Running sums, as ``tokens_between``."""
-        view = self._view
-        cum = self._cum_blocks
-        if self._cum_blocks_view is not view:
-            cum = self._cum_blocks = [0]
-            self._cum_blocks_view = view
-        n = len(view.blocks)
-        if len(cum) > n + 1:
-            del cum[n + 1 :]
-        running = cum[-1]
-        for count in view.blocks[len(cum) - 1 :]:
-            running += count
-            cum.append(running)
-        stop = min(max(stop, 0), n)
-        start = min(max(start, 0), stop)
-        return cum[stop] - cum[start]
+        distance between two places in a request."""
+        return self._block_sums.between(self._view, self._view.blocks, start, stop)
 
     def curated_tokens_at(self, index: int) -> int:
         """What the entry at ``index`` adds to the curated view (0 for a hidden one)."""
