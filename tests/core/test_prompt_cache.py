@@ -115,7 +115,6 @@ def test_a_call_keeps_the_entries_it_wrote_and_read_and_the_ledger_bills_the_rea
     request = _call(45, unchanged=45, at=5_000)
     after = cache.called(request, (12, 45), off_total=4_500)
     assert after.held == ((10, 1_000), (12, 5_000), (40, 5_000), (45, 5_000))
-    assert after.breakpoints == (12, 45)
     # 40 entries read at 0.1, 5 written at 1.25.
     assert after.ledger.spent == 40 * 100 * 0.1 + 5 * 100 * 1.25
     # An entry past a change is gone for good.
@@ -222,7 +221,6 @@ async def test_what_the_provider_holds_is_saved_with_the_session() -> None:
     state = s.export_state()
     # Each request's end was read again by the next call (it hit it), the last one written.
     assert state.cache.prompt.held == ((2, 2_000), (4, 3_000), (6, 3_000))
-    assert state.cache.prompt.breakpoints == (6,)
     again = SessionState.from_json(state.to_json())
     assert again.cache == state.cache
 

@@ -134,7 +134,6 @@ def _prompt_cache(raw: dict[str, Any]) -> PromptCache:
         prompt = raw["prompt"]
         return PromptCache(
             held=_pairs(prompt["held"]),
-            breakpoints=tuple(int(b) for b in prompt["breakpoints"]),
             ledger=CostLedger(**prompt["ledger"]),
         )
     ledger = CostLedger(**raw["ledger"])

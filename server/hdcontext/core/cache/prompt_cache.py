@@ -7,7 +7,6 @@ and tells it the call was made (``called``). It holds:
 - the cache entries the provider may still hold (``held``): prefixes of the working view, by
   their length in entries, each with when the provider last wrote or read it. An entry past the
   first entry changed since is gone for good: the view no longer starts with it;
-- the breakpoints the previous request carried;
 - the cost ledger (``ledger.py``): what the calls so far cost, and would have without density.
 
 A request of ``n`` entries carries breakpoints at prefix lengths ``b1 < … < n`` (a breakpoint
@@ -75,8 +74,6 @@ class Call:
 class PromptCache:
     held: tuple[Held, ...] = ()
     """Ascending by length."""
-    breakpoints: tuple[int, ...] = ()
-    """Where the previous request's breakpoints were, as prefix lengths."""
     ledger: CostLedger = field(default_factory=CostLedger)
 
     # -- what the provider still holds --------------------------------------------------------
@@ -188,9 +185,7 @@ class PromptCache:
             off_total=off_total,
             pricing=call.pricing,
         )
-        return replace(
-            self, held=tuple(sorted(newest)), breakpoints=tuple(breakpoints), ledger=ledger
-        )
+        return replace(self, held=tuple(sorted(newest)), ledger=ledger)
 
     def reported_cold(self) -> PromptCache:
         """The provider said it read and wrote nothing of the last call (``history/usage``):
