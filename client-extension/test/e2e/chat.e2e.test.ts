@@ -38,14 +38,6 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
 
     const log = () => readLog(logFile);
     const backendCalls = () => log().filter((l) => l.hop === 'backend');
-    const guard = async (body: () => Promise<void>) => {
-        try {
-            await body();
-        } catch (err) {
-            run.failed = true;
-            throw err;
-        }
-    };
 
     const send = (text: string) => sendIn(run, text);
     const reply = (pattern: RegExp) => replyIn(run, pattern);
@@ -81,7 +73,7 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
     });
 
     it('the model picker lists "Fake Backend 1 · hdcontext", and picking it works', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
-        await guard(async () => {
+        await run.guarded(async () => {
             await widenChat(run);
             await pickModel(run, MODEL, async () => {
                 t.diagnostic(`screenshot: ${await run.shot('chat-picker.png')}`);
@@ -93,7 +85,7 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
     let readCallId = '';
 
     it('turn 1, a file read: the reply is shown, the backend got the conversation', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
-        await guard(async () => {
+        await run.guarded(async () => {
             const since = Date.now();
             await send('@agent read src/app.py');
             const text = await reply(/Read it: \d+ lines/);
@@ -111,7 +103,7 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
     });
 
     it('turn 2, a write that makes the read stale: the backend got the compacted history, tool calls paired', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
-        await guard(async () => {
+        await run.guarded(async () => {
             const since = Date.now();
             await send('@agent write src/app.py');
             const text = await reply(/Wrote it\./);
@@ -140,7 +132,7 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
     });
 
     it("the status bar shows the conversation's tokens, the figure @hdcontext /status gives", { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
-        await guard(async () => {
+        await run.guarded(async () => {
             await send('@hdcontext /status');
             const text = await reply(/go to the model on the next call/);
             const m = /([\d,]+)\s+of\s+([\d,]+)\s+tokens/.exec(text);
@@ -164,7 +156,7 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
     });
 
     it('hdcontext_retrieve, offered with the chat\'s tools, gives back the pruned read', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
-        await guard(async () => {
+        await run.guarded(async () => {
             const since = Date.now();
             await send(`@agent retrieve ${readCallId}`);
             await reply(/hdcontext_retrieve returned \d+ characters/);
@@ -179,7 +171,7 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
     });
 
     it('cancelling a request stops the backend call', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
-        await guard(async () => {
+        await run.guarded(async () => {
             await send('@agent slow');
             await reply(/Thinking slowly/);
             const started = Date.now();
@@ -196,7 +188,7 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
     });
 
     it('the settings of the chat panel in the Settings UI', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
-        await guard(async () => {
+        await run.guarded(async () => {
             await run.runCommand('Preferences: Open Settings (UI)');
             const search = run.page.locator('.settings-editor .suggest-input-container .monaco-editor').first();
             await search.waitFor({ timeout: STEP_MS });

@@ -111,6 +111,16 @@ export class CodeServerRun {
         return run;
     }
 
+    /** Runs a test's body; a failure keeps the browser's logs and screenshots (`close`). */
+    async guarded(body: () => Promise<void>): Promise<void> {
+        try {
+            await body();
+        } catch (err) {
+            this.failed = true;
+            throw err;
+        }
+    }
+
     mark(what: string): void {
         this.timings.push(`${what} ${((Date.now() - this.t0) / 1000).toFixed(1)} s`);
     }

@@ -68,14 +68,6 @@ describe('e2e: first use, the extension sets up its own daemon', { timeout: 10 *
     const callsSince = (since: number) => log().filter((l) => l.hop === 'backend' && l.at >= since);
     const sentSince = (since: number) => log().filter((l) => l.hop === 'agent-send' && l.at >= since);
     const marker = (): Marker => JSON.parse(fs.readFileSync(path.join(envDir, 'hdcontext-env.json'), 'utf8')) as Marker;
-    const guard = async (body: () => Promise<void>) => {
-        try {
-            await body();
-        } catch (err) {
-            run.failed = true;
-            throw err;
-        }
-    };
 
     before(async () => {
         if (EDITOR_TESTS_SKIPPED) {
@@ -115,7 +107,7 @@ describe('e2e: first use, the extension sets up its own daemon', { timeout: 10 *
     });
 
     it('the first chat request sets the daemon up (the notification on screen) and is answered through it', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
-        await guard(async () => {
+        await run.guarded(async () => {
             await widenChat(run);
             await pickModel(run);
             run.mark('model picked');
@@ -168,7 +160,7 @@ describe('e2e: first use, the extension sets up its own daemon', { timeout: 10 *
     });
 
     it('a reload starts the daemon from the same environment, with no install', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
-        await guard(async () => {
+        await run.guarded(async () => {
             const before = marker();
             const oldPid = figures.firstDaemonPid as number;
             await run.reload();
@@ -193,7 +185,7 @@ describe('e2e: first use, the extension sets up its own daemon', { timeout: 10 *
     });
 
     it('a pythonPath naming a missing file: the clear error, and the request goes to the model unchanged', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
-        await guard(async () => {
+        await run.guarded(async () => {
             // Scope "machine": the remote's settings.json; a reload reads it.
             fs.writeFileSync(run.machineSettingsFile, JSON.stringify({ 'hdcontext.server.pythonPath': MISSING_PYTHON }, null, 2));
             await run.reload();
