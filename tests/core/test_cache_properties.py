@@ -27,6 +27,7 @@ OFF = {
     "compression.density.readWritePruning": False,
     "compression.density.fileDedupe": False,
     "compression.density.recencyPruning": False,
+    "compression.density.masking": "off",
 }
 FILES = ("/w/a.py", "/w/b.py", "/w/c.py")
 
