@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from hdcontext.core.cache.ledger import CostLedger
+from hdcontext.core.cache.ledger import Charge, CostLedger
 from hdcontext.core.cache.pricing import Pricing, pricing_for, provider_of
 from hdcontext.core.cache.schedule import Candidate, plan
 from hdcontext.core.compression.tool_summary import DISK_POINTER
@@ -100,7 +100,7 @@ def test_pricing_comes_from_the_model_unless_set() -> None:
     defaults = resolve({}, {}).values
     # Anthropic caches at breakpoints and finds an entry 20 content blocks back at most.
     assert pricing_for(defaults, "claude-sonnet-4") == Pricing(
-        "anthropic", 0.1, 1.25, 300_000, at_breakpoints=True, lookback_blocks=20
+        "anthropic", 0.1, 1.25, 300_000, at_breakpoints=True, lookback_blocks=20, write_long=2.0
     )
     # GPT-5.6 and later cache at breakpoints (never on the model's own message, found however
     # far back), write at 1.25x and keep a prefix 30 minutes.
@@ -118,9 +118,8 @@ def test_pricing_comes_from_the_model_unless_set() -> None:
 def test_the_ledger_knows_a_cold_cache_and_what_was_saved() -> None:
     ledger = CostLedger()
     assert not ledger.warm(0, ANTHROPIC)
-    after = ledger.record(
-        at=0, warm=False, stable_tokens=0, total=80, off_total=100, pricing=ANTHROPIC
-    )
+    after, bill = ledger.record(at=0, charge=Charge(write=80), off_total=100, pricing=ANTHROPIC)
+    assert bill.off == Charge(write=100) and bill.off_cost - bill.cost == 20 * 1.25
     assert after.warm(300_000, ANTHROPIC) and not after.warm(300_001, ANTHROPIC)
     assert after.saved == 20 * 1.25
     assert dataclasses.replace(after, cold_reported=True).warm(1, ANTHROPIC) is False

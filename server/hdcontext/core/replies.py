@@ -7,7 +7,7 @@ joins into the message without parsing them (``edges/json_text.py``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field
 from pydantic.alias_generators import to_camel
@@ -105,6 +105,10 @@ class CacheReport(_Reply):
     breakpoints: list[int] = []
     """Indices of the returned history whose last block should carry a prompt-cache
     breakpoint, ascending, the last entry always among them."""
+    breakpoint_ttls: list[Literal["5m", "1h"]] = []
+    """Each breakpoint's lifetime, in the same order: every ``1h`` before every ``5m``."""
+    refresh_at: int | None = None
+    """With ``cache.refresh``: when a refresh call pays if no model call has come (ms)."""
 
 
 class CompactSummary(_Reply):

@@ -50,6 +50,7 @@ DEFAULT_THRESHOLDS: dict[StrategyName, float] = {
 Schedule: TypeAlias = Literal["cache-aware", "every-turn"]
 Pricing: TypeAlias = Literal["auto", "anthropic", "openai", "gemini", "none"]
 Provider: TypeAlias = Literal["client", "openai"]
+Ttl: TypeAlias = Literal["5m", "1h", "auto"]
 
 # REQ-HD-005.2/005.3 plus the names other agents give the same tools.
 DEFAULT_READ_TOOLS: tuple[str, ...] = (
@@ -240,6 +241,27 @@ class Settings(BaseModel):
         "(1: only the last message carries one).",
         ge=1,
         le=4,
+    )
+    cache_ttl: Ttl = _key(
+        "cache.ttl",
+        "5m",
+        "one of 5m, 1h, auto",
+        "The lifetimes the client can ask its cache breakpoints: the provider's default only "
+        "(5m), an hour on every one (1h), or each as cache.breakpointTtls says (auto).",
+    )
+    cache_refresh: StrictBool = _key(
+        "cache.refresh",
+        False,
+        "a boolean",
+        "The client makes a refresh call when cache.refreshAt says (a call the user did not "
+        "make, so off unless turned on).",
+    )
+    cache_refresh_idle_seconds: Integer = _key(
+        "cache.refreshIdleSeconds",
+        3600,
+        "a positive integer",
+        "No refresh call once the session has been idle this long.",
+        gt=0,
     )
 
 

@@ -6,6 +6,10 @@ cache; OpenAI 0.1× and 1×, from GPT-5.6 on 0.1× and 1.25× for 30 minutes; Ge
 cache 0.25×). A cached prefix lives for a while after its last use. ``none`` prices every token
 alike, which makes the schedule apply edits as soon as they save anything.
 
+A provider may offer a longer lifetime at a dearer write (Anthropic: a breakpoint that asks
+``"ttl": "1h"`` writes its entry at 2× and it lives an hour from its last use; reads cost the
+same). Its price is ``write_long``; a provider without one has ``None`` there.
+
 Where a cached prefix may end differs, and it decides what an edit costs (the geometry):
 
 - OpenAI before GPT-5.6 and Gemini match any prefix two requests share.
@@ -29,6 +33,8 @@ from dataclasses import dataclass
 from ..settings import Settings
 
 DEFAULT_TTL_SECONDS = 300
+LONG_TTL_MS = 3_600_000
+"""The longer lifetime a breakpoint may ask (Anthropic's ``"ttl": "1h"``)."""
 ANTHROPIC_LOOKBACK_BLOCKS = 20
 """How many content blocks before one of a request's breakpoints Anthropic looks for a cache
 entry (its prompt-caching guide)."""
@@ -60,6 +66,19 @@ class Pricing:
     """Entries the provider matches against, newest first."""
     assistant_breakpoints: bool = True
     """Whether a breakpoint may sit on the model's own message (not on OpenAI's)."""
+    write_long: float | None = None
+    """A token written to an entry of the longer lifetime (Anthropic's hour: 2×); ``None``:
+    the provider offers none."""
+    long_ttl_ms: int = LONG_TTL_MS
+
+    def lifetime(self, long: bool) -> int:
+        """How long an entry written now lives after its last use, in ms."""
+        return self.long_ttl_ms if long and self.write_long is not None else self.ttl_ms
+
+    def write_price(self, long: bool) -> float:
+        if long and self.write_long is not None:
+            return self.write_long
+        return self.write
 
 
 ANTHROPIC = Pricing(
@@ -69,6 +88,7 @@ ANTHROPIC = Pricing(
     DEFAULT_TTL_SECONDS * 1000,
     at_breakpoints=True,
     lookback_blocks=ANTHROPIC_LOOKBACK_BLOCKS,
+    write_long=2.0,
 )
 OPENAI = Pricing("openai", 0.1, 1.0, DEFAULT_TTL_SECONDS * 1000)
 OPENAI_BREAKPOINTS = Pricing(
@@ -122,4 +142,5 @@ def pricing_for(settings: Settings, model: str | None) -> Pricing:
         lookback_blocks=preset.lookback_blocks,
         max_entries=preset.max_entries,
         assistant_breakpoints=preset.assistant_breakpoints,
+        write_long=preset.write_long,
     )
