@@ -35,7 +35,12 @@ from typing import Any
 
 from pygls.io_ import StdoutWriter
 
-from . import memory
+from ..daemon import memory
+from ..daemon.wire import (
+    INVALID_REQUEST,
+    SERVER_NOT_INITIALIZED,
+    UNAUTHORIZED,
+)
 from .claims import CLAIMS
 from .decode import Incoming, MsgId, Refused
 from .framing import (
@@ -49,11 +54,6 @@ from .framing import (
 )
 from .resent import Resends
 from .server import METHODS, HdServer, build_server
-from .wire import (
-    INVALID_REQUEST,
-    SERVER_NOT_INITIALIZED,
-    UNAUTHORIZED,
-)
 
 log = logging.getLogger(__name__)
 

@@ -48,8 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from ..core.state import SessionState
-from ..core.stored import Blob
+from ...core.state import SessionState
+from ...core.stored import Blob
 from . import storage_lock
 from .recovery import Damage, unpaired
 from .storage_lock import StorageLocked as StorageLockedError

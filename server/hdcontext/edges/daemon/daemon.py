@@ -20,18 +20,19 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from ..core.compression.types import CompressionError, SummarizerError
-from ..core.content import Block, IContent, entries_json
-from ..core.replies import Status, SyncReply
-from ..core.session import CompactResult, Session, SessionSummarizer, SyncOutcome
-from ..core.settings import FIELDS, SettingError, resolve
-from ..core.stored import Entries
-from . import memory, resent
+from ...core.compression.types import CompressionError, SummarizerError
+from ...core.content import Block, IContent, entries_json
+from ...core.replies import Status, SyncReply
+from ...core.session import CompactResult, Session, SessionSummarizer, SyncOutcome
+from ...core.settings import FIELDS, SettingError, resolve
+from ...core.stored import Entries
+from ..lsp import resent
+from ..storage.store import Store
+from . import memory
 from .ide_settings import IdeSettings
 from .json_text import JsonText
 from .prompt_file import load_compression_prompt
 from .sessions import Registry, UnknownSession
-from .store import Store
 from .watcher import DiskWatcher, writes_after_reads
 from .wire import (
     AppendParams,

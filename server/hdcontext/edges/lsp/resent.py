@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from ..core.sync import entry_digest
+from ...core.sync import entry_digest
 from .decode import Incoming, Refused, decode
 
 MIN_BYTES = 64 * 1024
