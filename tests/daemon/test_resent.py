@@ -15,8 +15,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hdcontext.edges.daemon.conversation import Conversation, conversation
 from hdcontext.edges.lsp.decode import Incoming, Refused
-from hdcontext.edges.lsp.resent import MAX_RECORDS, MIN_BYTES, Conversation, Resends, conversation
+from hdcontext.edges.lsp.resent import MAX_RECORDS, MIN_BYTES, Resends
 
 from .harness import start_daemon, text
 

@@ -26,9 +26,9 @@ from ...core.replies import Status, SyncReply
 from ...core.session import CompactResult, Session, SessionSummarizer, SyncOutcome
 from ...core.settings import FIELDS, SettingError, resolve
 from ...core.stored import Entries
-from ..lsp import resent
 from ..storage.store import Store
 from . import memory
+from .conversation import conversation as resent_conversation
 from .ide_settings import IdeSettings
 from .json_text import JsonText
 from .prompt_file import load_compression_prompt
@@ -213,7 +213,7 @@ class Daemon:
     async def sync(self, raw: object) -> dict[str, Any]:
         """``history/sync``: the whole conversation again; append what is new, fork where it
         parts from what the session holds (nothing validated twice, nothing counted twice)."""
-        conversation = resent.conversation(raw)
+        conversation = resent_conversation(raw)
         p = parse_params(SyncParams, raw)
         digests = await asyncio.to_thread(conversation.digests)
         async with self.registry.lock(p.session_id):

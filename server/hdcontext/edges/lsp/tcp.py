@@ -28,10 +28,10 @@ from pathlib import Path
 
 from ..daemon import memory
 from ..storage import storage_lock
-from ..storage.store import TOKEN_NAME, StoreError, folder_problem, prepare_folder
+from ..storage.store import PRIVATE_UMASK, TOKEN_NAME, StoreError, folder_problem, prepare_folder
 from .framing import StreamSource
 from .server import build_server
-from .transport import PRIVATE_UMASK, Connection
+from .transport import Connection
 
 log = logging.getLogger(__name__)
 

@@ -27,9 +27,8 @@ from ..daemon import memory
 from ..daemon.daemon import Daemon
 from ..daemon.ide_settings import IdeSettings
 from ..daemon.summarizer import ask_openai, timeout_seconds
-from ..lsp.transport import PRIVATE_UMASK
 from ..storage import storage_lock
-from ..storage.store import StoreError, folder_problem, prepare_folder
+from ..storage.store import PRIVATE_UMASK, StoreError, folder_problem, prepare_folder
 from .app import ProxyState, build_app
 from .compactor import DEFAULT_BOUND_S, Compactor
 from .guard import allowed_hosts, is_loopback

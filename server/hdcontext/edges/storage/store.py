@@ -62,6 +62,8 @@ TOKEN_NAME = "tcp-token"
 """Where ``serve --tcp`` writes the token it made up (tcp.py)."""
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
+PRIVATE_UMASK = 0o077
+"""Everything the daemon creates is the user's alone (the store narrows its own files too)."""
 _DB_FILES = (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal")
 _OWN_NAMES = (*_DB_FILES, TRANSCRIPTS_DIR, storage_lock.LOCK_NAME, TOKEN_NAME)
 SCHEMA_VERSION = 2
