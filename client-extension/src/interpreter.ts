@@ -61,17 +61,21 @@ export type CheckResult =
 const MISSING = 3;
 
 // Imports what `serve` imports (the package and its dependencies), then prints the version.
-// `hdcontext.edges.server` since the core/edges layout; `hdcontext.server` in releases before it.
+// `hdcontext.edges.lsp.server` since edges/ has rooms; `hdcontext.edges.server` since the
+// core/edges layout; `hdcontext.server` in releases before it.
 const CHECK_SCRIPT = [
     'import sys',
     'try:',
-    '    import hdcontext.edges.server',
+    '    import hdcontext.edges.lsp.server',
     'except ImportError as exc:',
     '    try:',
-    '        import hdcontext.server',
+    '        import hdcontext.edges.server',
     '    except ImportError:',
-    '        print(exc)',
-    `        sys.exit(${MISSING})`,
+    '        try:',
+    '            import hdcontext.server',
+    '        except ImportError:',
+    '            print(exc)',
+    `            sys.exit(${MISSING})`,
     'try:',
     '    from importlib.metadata import version',
     '    print(version("hdcontext"))',
@@ -79,7 +83,7 @@ const CHECK_SCRIPT = [
     '    print("unknown")',
 ].join('\n');
 
-/** Runs `python -c "import hdcontext.edges.server"`: can this interpreter run the daemon? */
+/** Runs `python -c "import hdcontext.edges.lsp.server"`: can this interpreter run the daemon? */
 export function checkHdcontext(python: string, timeoutMs = 30000): Promise<CheckResult> {
     return new Promise((resolve) => {
         execFile(

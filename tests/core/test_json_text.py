@@ -6,7 +6,7 @@ import json
 
 from hdcontext.core.content import dump_entries, entries_json, entry_json, parse_entries
 from hdcontext.core.stored import Entries
-from hdcontext.edges.json_text import JsonText, encode, holds_text
+from hdcontext.edges.daemon.json_text import JsonText, encode, holds_text
 
 ENTRIES = parse_entries(
     [

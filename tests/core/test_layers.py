@@ -1,7 +1,9 @@
-"""The house's walls: the core does no I/O and knows no edge; the formats know no daemon.
+"""The house's walls: the core does no I/O and knows no edge; the formats know no daemon;
+each room of the edges imports only the rooms below it; and no import circle anywhere.
 
-Read from the sources (not from what happens to be imported at run time), so a new import
-that breaks a wall fails here with the module and the line.
+Read from the sources (not from what happens to be imported at run time), every import
+statement, those inside functions too, so a new import that breaks a wall or closes a circle
+fails here with the modules and the lines.
 """
 
 from __future__ import annotations
@@ -48,8 +50,30 @@ ALLOWED = {
 }
 
 
+# room of edges/ -> the rooms of edges/ it may import: each only the rooms below it. The LSP
+# daemon serves the proxy beside it when the editor asks (``initializationOptions.proxy``), so
+# lsp sits above proxy; both serve the daemon's sessions; the daemon keeps them in storage.
+ROOMS = {
+    "lsp": {"lsp", "proxy", "daemon", "storage"},
+    "proxy": {"proxy", "daemon", "storage"},
+    "daemon": {"daemon", "storage"},
+    "storage": {"storage"},
+}
+
+
+def _name(path: Path) -> str:
+    """The module's absolute name (a package's is its folder's)."""
+    return ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(
+        ".__init__"
+    )
+
+
+NAMES = {_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
 def _imports(path: Path) -> list[tuple[int, str]]:
-    """(line, absolute module name) of every import in a module of the package."""
+    """(line, absolute module name) of every import in a module of the package; for ``from P
+    import m``, ``P.m`` when that is a module of the package."""
     module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
     package = module.rsplit(".", 1)[0] if path.name != "__init__.py" else module
     package = package.removesuffix(".__init__")
@@ -64,8 +88,67 @@ def _imports(path: Path) -> list[tuple[int, str]]:
                 name = ".".join([*base, node.module] if node.module else base)
             else:
                 name = node.module or ""
-            found.append((node.lineno, name))
+            found.extend(
+                (node.lineno, f"{name}.{alias.name}" if f"{name}.{alias.name}" in NAMES else name)
+                for alias in node.names
+            )
     return found
+
+
+def _in_package(name: str) -> str | None:
+    """The module of the package an import runs: the longest prefix of ``name`` that is one
+    (``import a.b.c`` or ``from a.b import function``)."""
+    while name and name not in NAMES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _graph() -> dict[str, dict[str, int]]:
+    """module -> {module of the package it imports: the line of the first such import}."""
+    graph: dict[str, dict[str, int]] = {}
+    for module, path in sorted(NAMES.items()):
+        targets = graph.setdefault(module, {})
+        for line, name in sorted(_imports(path)):
+            target = _in_package(name)
+            if target is not None and target != module:
+                targets.setdefault(target, line)
+    return graph
+
+
+def _circles(graph: dict[str, dict[str, int]]) -> list[list[tuple[str, int, str]]]:
+    """One circle, as (module, line, module it imports there) steps, for each import that
+    leads back to a module whose imports are still being followed (depth first, in order)."""
+    state: dict[str, str] = {}  # "open" while its imports are followed, then "done"
+    path: list[str] = []
+    found: list[list[tuple[str, int, str]]] = []
+
+    def visit(module: str) -> None:
+        state[module] = "open"
+        path.append(module)
+        for target in graph.get(module, {}):
+            if state.get(target) == "open":
+                ring = path[path.index(target) :]
+                found.append(
+                    [(m, graph[m][n], n) for m, n in zip(ring, [*ring[1:], target], strict=True)]
+                )
+            elif target not in state:
+                visit(target)
+        path.pop()
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+    return found
+
+
+def _shown(module: str) -> str:
+    return str(NAMES[module].relative_to(PACKAGE)) if module in NAMES else module
+
+
+def _room(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["hdcontext", "edges"] else None
 
 
 def _layer(name: str) -> str | None:
@@ -92,3 +175,53 @@ def test_the_walls_are_checked_on_every_layer() -> None:
     layers = {p.relative_to(PACKAGE).parts[0] for p in MODULES}
     assert layers == set(ALLOWED)
     assert len([p for p in MODULES if p.relative_to(PACKAGE).parts[0] == "core"]) > 20
+
+
+def test_no_import_circle_anywhere() -> None:
+    circles = _circles(_graph())
+    assert not circles, "\n".join(
+        f"import circle of {len(ring)} modules:\n"
+        + "\n".join(f"  {_shown(m)}:{line} imports {_shown(n)}" for m, line, n in ring)
+        for ring in circles
+    )
+
+
+def test_the_circle_finder_finds_circles() -> None:
+    graph = {"a": {"b": 1}, "b": {"c": 2, "d": 3}, "c": {"a": 4}, "d": {}, "e": {"e2": 5}}
+    graph["e2"] = {"e": 6}
+    assert _circles(graph) == [
+        [("a", 1, "b"), ("b", 2, "c"), ("c", 4, "a")],
+        [("e", 5, "e2"), ("e2", 6, "e")],
+    ]
+    assert _circles({"a": {"b": 1}, "b": {}, "c": {"a": 2, "b": 3}}) == []
+
+
+EDGE_MODULES = sorted(p for p in (PACKAGE / "edges").rglob("*.py") if _room(_name(p)))
+
+
+@pytest.mark.parametrize(
+    "path", EDGE_MODULES, ids=[str(p.relative_to(PACKAGE)) for p in EDGE_MODULES]
+)
+def test_each_room_of_the_edges_imports_only_the_rooms_below_it(path: Path) -> None:
+    room = _room(_name(path))
+    assert room is not None
+    for line, name in _imports(path):
+        target = _room(_in_package(name) or "")
+        if target is not None:
+            assert target in ROOMS[room], (
+                f"{path.relative_to(PACKAGE)}:{line} imports {name}: {room} may import "
+                f"{', '.join(sorted(ROOMS[room]))}"
+            )
+
+
+def test_every_edge_module_is_in_a_room_and_the_rooms_are_stacked() -> None:
+    edges = PACKAGE / "edges"
+    assert {p.relative_to(edges).parts[0] for p in edges.rglob("*.py")} == {
+        "__init__.py",
+        *ROOMS,
+    }
+    assert (edges / "__init__.py").read_text(encoding="utf-8") == ""
+    # a room may import only itself and rooms that may import fewer: the walls hold no circle
+    for room, below in ROOMS.items():
+        assert room in below
+        assert all(ROOMS[other] < below for other in below - {room}), room

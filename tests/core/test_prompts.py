@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hdcontext.core.compression.prompts import COMPRESSION_PROMPT
-from hdcontext.edges.prompt_file import load_compression_prompt
+from hdcontext.edges.daemon.prompt_file import load_compression_prompt
 
 EXISTING = ("overall_goal", "key_knowledge", "current_progress", "active_tasks", "open_questions")
 NEW = ("task_context", "user_directives", "errors_encountered", "code_references")

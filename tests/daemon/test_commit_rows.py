@@ -13,8 +13,8 @@ from typing import Any
 
 from hdcontext.core.content import IContent, parse_entries
 from hdcontext.core.session import Session
-from hdcontext.edges.sessions import Registry
-from hdcontext.edges.store import SaveOp, Store
+from hdcontext.edges.daemon.sessions import Registry
+from hdcontext.edges.storage.store import SaveOp, Store
 
 from .harness import read_pair, text, write_pair
 

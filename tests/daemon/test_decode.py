@@ -1,4 +1,4 @@
-"""The daemon's message decoder (edges/decode.py), on its own: pure, so hypothesis can try
+"""The daemon's message decoder (edges/lsp/decode.py), on its own: pure, so hypothesis can try
 many thousands of bodies in seconds. The transport tests drive the same code end to end.
 
 Two ways decode a body: pydantic-core's parser on the bytes (fast, most messages) and the
@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hdcontext.edges.decode import (
+from hdcontext.edges.lsp.decode import (
     INT_MAX,
     INT_MIN,
     MAX_DEPTH,

@@ -12,7 +12,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from hdcontext.edges.watcher import says_nothing_about_writes
+from hdcontext.edges.daemon.watcher import says_nothing_about_writes
 
 from .conftest import now_ms
 from .harness import Daemon, call_ids, read_pair, start_daemon, text, tool_call, tool_response

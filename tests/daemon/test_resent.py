@@ -1,4 +1,4 @@
-"""A conversation resent whole (edges/resent.py): the entries a client sent before are not
+"""A conversation resent whole (edges/lsp/resent.py): the entries a client sent before are not
 parsed again, and nothing else can pass for them.
 
 The decoding is checked on real bodies as a client writes them; what a daemon does with them
@@ -15,8 +15,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hdcontext.edges.decode import Incoming, Refused
-from hdcontext.edges.resent import MAX_RECORDS, MIN_BYTES, Conversation, Resends, conversation
+from hdcontext.edges.daemon.conversation import Conversation, conversation
+from hdcontext.edges.lsp.decode import Incoming, Refused
+from hdcontext.edges.lsp.resent import MAX_RECORDS, MIN_BYTES, Resends
 
 from .harness import start_daemon, text
 

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from hdcontext.edges.daemon import Daemon
-from hdcontext.edges.ide_settings import IdeSettings
+from hdcontext.edges.daemon.daemon import Daemon
+from hdcontext.edges.daemon.ide_settings import IdeSettings
 from hdcontext.edges.proxy.run import Proxy, _NoEditor
-from hdcontext.edges.store import prepare_folder
+from hdcontext.edges.storage.store import prepare_folder
 
 from .fake_upstream import FakeUpstream, Script
 

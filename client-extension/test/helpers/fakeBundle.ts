@@ -22,7 +22,8 @@ for r in filter(None, requires.split(",")):
 files = {
     "hdcontext/__init__.py": "",
     "hdcontext/edges/__init__.py": "",
-    "hdcontext/edges/server.py": "",
+    "hdcontext/edges/lsp/__init__.py": "",
+    "hdcontext/edges/lsp/server.py": "",
     # The real daemon, from the repository's venv: what the environment runs is this wheel's.
     "hdcontext/__main__.py": f"import os, sys\\nos.execv({real!r}, [{real!r}, '-m', 'hdcontext'] + sys.argv[1:])\\n",
     f"{dist}/METADATA": meta,

@@ -477,9 +477,9 @@ def serve_main(args: argparse.Namespace) -> int:
     or until interrupted (TCP, which prints ``hdcontext listening on HOST:PORT`` first)."""
     import platformdirs
 
-    from ..edges.logs import configure_logging
-    from ..edges.tcp import serve_tcp
-    from ..edges.transport import serve_stdio
+    from ..edges.lsp.logs import configure_logging
+    from ..edges.lsp.tcp import serve_tcp
+    from ..edges.lsp.transport import serve_stdio
 
     configure_logging(getattr(logging, args.log_level))
     storage: Path | None = args.storage_dir
@@ -500,7 +500,7 @@ def proxy_main(args: argparse.Namespace) -> int:
     """``hdcontext proxy``: until interrupted (exit 3 when another daemon has the folder)."""
     import platformdirs
 
-    from ..edges.logs import configure_logging
+    from ..edges.lsp.logs import configure_logging
     from ..edges.proxy.run import serve_proxy
 
     configure_logging(getattr(logging, args.log_level))

@@ -2,7 +2,7 @@
 
 Field names are Python's; each serializes under its camelCase wire name. The history itself
 is not here: a reply carrying one gets it from the session as stored entries, which the edge
-joins into the message without parsing them (``edges/json_text.py``).
+joins into the message without parsing them (``edges/daemon/json_text.py``).
 """
 
 from __future__ import annotations

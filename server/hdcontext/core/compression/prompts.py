@@ -7,7 +7,7 @@ guidance, not a form to fill: a session without errors should not invent errors.
 
 ``compression.md`` next to this module holds the same text; it is the copy a user starts from
 when they put their own ``compression.md`` into the daemon's storage folder, where the daemon
-reads it once when it starts (``edges/prompt_file.py``).
+reads it once when it starts (``edges/daemon/prompt_file.py``).
 """
 
 from __future__ import annotations

@@ -42,8 +42,8 @@ import orjson
 from ...core.content import IContent, entry_from_json
 from ...core.sync import entry_digest
 from ...core.validity import problems
-from ..daemon import Daemon
-from ..resent import Conversation as Resent
+from ..daemon.conversation import Conversation as Resent
+from ..daemon.daemon import Daemon
 from .api import Api, Unsupported
 from .usage import Billed
 

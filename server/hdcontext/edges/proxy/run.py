@@ -23,12 +23,12 @@ from yarl import URL
 from ...core.compression.types import SummarizeRequest, SummarizerError
 from ...core.session import SessionSummarizer
 from ...core.settings import Settings
-from .. import memory, storage_lock
-from ..daemon import Daemon
-from ..ide_settings import IdeSettings
-from ..store import StoreError, folder_problem, prepare_folder
-from ..summarizer import ask_openai, timeout_seconds
-from ..transport import PRIVATE_UMASK
+from ..daemon import memory
+from ..daemon.daemon import Daemon
+from ..daemon.ide_settings import IdeSettings
+from ..daemon.summarizer import ask_openai, timeout_seconds
+from ..storage import storage_lock
+from ..storage.store import PRIVATE_UMASK, StoreError, folder_problem, prepare_folder
 from .app import ProxyState, build_app
 from .compactor import DEFAULT_BOUND_S, Compactor
 from .guard import allowed_hosts, is_loopback

@@ -14,15 +14,15 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints, ValidationError
 from pygls.exceptions import JsonRpcException
 
-from ..core.compression.types import Todo
-from ..core.content import (
+from ...core.compression.types import Todo
+from ...core.content import (
     ContentError,
     IContent,
     parse_entries,
     parse_entry,
     validation_messages,
 )
-from ..core.todos import parse_todos
+from ...core.todos import parse_todos
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600

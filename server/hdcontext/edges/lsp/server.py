@@ -52,16 +52,14 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
-from ..core.content import validation_messages
-from ..core.tools import resolve_path
-from .claims import CLAIMS
-from .daemon import SETTINGS_WAIT_S, Daemon
-from .ide_settings import IdeSettings
-from .json_text import encode, holds_text
-from .store import StoreError, folder_problem
-from .summarizer import SessionSummarizer
-from .watcher import now_ms, write_time
-from .wire import (
+from ...core.content import validation_messages
+from ...core.tools import resolve_path
+from ..daemon.daemon import SETTINGS_WAIT_S, Daemon
+from ..daemon.ide_settings import IdeSettings
+from ..daemon.json_text import encode, holds_text
+from ..daemon.summarizer import SessionSummarizer
+from ..daemon.watcher import now_ms, write_time
+from ..daemon.wire import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     SERVER_NOT_INITIALIZED,
@@ -71,6 +69,8 @@ from .wire import (
     WireError,
     storage_unusable,
 )
+from ..storage.store import StoreError, folder_problem
+from .claims import CLAIMS
 
 log = logging.getLogger("hdcontext.server")
 
@@ -328,7 +328,7 @@ async def _start_proxy(
 ) -> None:
     """Serve ``hdcontext proxy`` on loopback over this daemon's sessions; a port that cannot
     be had is a warning, not a failed start (the editor's own requests still work)."""
-    from .proxy.run import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM, Proxy
+    from ..proxy.run import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM, Proxy
 
     proxy = Proxy(
         daemon,

@@ -25,13 +25,12 @@ import json
 import re
 import secrets
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pydantic_core import from_json
 
-from ..core.sync import entry_digest
+from ..daemon.conversation import Conversation, Record
 from .decode import Incoming, Refused, decode
 
 MIN_BYTES = 64 * 1024
@@ -48,72 +47,6 @@ _SYNC = b'"history/sync"'
 _KEY = b'"entries"'
 _BLANKS = b" \t\r\n"
 _BLANK_TEXT = re.compile(r"[ \t\r\n]*")
-
-
-@dataclass(frozen=True, slots=True)
-class Record:
-    """Entries a client sent in a sync that succeeded: their bytes and digests."""
-
-    body: bytes | bytearray
-    """The body they came in (kept whole rather than copied out of it)."""
-    start: int
-    stop: int
-    """``body[start:stop]`` is the entries array, from ``[`` through the last entry (no
-    closing bracket)."""
-    digests: tuple[bytes, ...]
-
-    @property
-    def head(self) -> memoryview:
-        return memoryview(self.body)[self.start : self.stop]
-
-
-class Conversation(list[Any]):
-    """``params.entries`` of a ``history/sync`` as its handler reads it. Its items are the
-    entries that were parsed (all of them, or the ones after a record's); the handler asks
-    for the digests of all entries, for the entries from some index on, and, once the sync
-    has succeeded, ``settle``s it (which keeps a record for the next resend). A list, so that
-    the parameters validate as the protocol says; no client can send one over JSON."""
-
-    def __init__(
-        self,
-        parsed: list[Any],
-        known: Record | None = None,
-        span: tuple[bytes | bytearray, int, int] | None = None,
-        keep: Callable[[Record], None] | None = None,
-    ) -> None:
-        super().__init__(parsed)
-        self._known = known
-        self._span = span
-        self._keep = keep
-
-    @property
-    def known(self) -> int:
-        """Entries that came as a record's bytes (not parsed this time)."""
-        return 0 if self._known is None else len(self._known.digests)
-
-    @property
-    def total(self) -> int:
-        """All entries of the conversation."""
-        return self.known + len(self)
-
-    def digests(self) -> list[bytes]:
-        known = [] if self._known is None else list(self._known.digests)
-        return known + [entry_digest(e) for e in self]
-
-    def raw_from(self, start: int) -> list[Any]:
-        """Entries ``start`` and after, as JSON values. The known ones are parsed from the
-        record's bytes only when asked for (a fork inside what the client sent before)."""
-        known = self.known
-        if start >= known:
-            return list(self[start - known :])
-        assert self._known is not None
-        earlier: list[Any] = from_json(bytes(self._known.head) + b"]")
-        return earlier[start:] + list(self)
-
-    def settle(self, digests: Sequence[bytes]) -> None:
-        """The sync succeeded with these digests (``digests()``): keep the record."""
-        if self._keep is not None and self._span is not None and len(digests) == self.total:
-            self._keep(Record(*self._span, tuple(digests)))
 
 
 class Resends:
@@ -191,15 +124,6 @@ class Resends:
                 total -= len(dropped.body)
 
         return keep
-
-
-def conversation(params: object) -> Conversation:
-    """``params.entries`` of a sync as a ``Conversation`` (a plain list when the body was
-    too small for a record, or came another way)."""
-    entries = params.get("entries") if isinstance(params, dict) else None
-    if isinstance(entries, Conversation):
-        return entries
-    return Conversation(entries if isinstance(entries, list) else [])
 
 
 def _is_sync(item: Incoming | Refused) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core.compression.prompts import COMPRESSION_PROMPT
+from ...core.compression.prompts import COMPRESSION_PROMPT
 
 PROMPT_FILE_NAME = "compression.md"
 

@@ -28,10 +28,10 @@ from pydantic import ValidationError
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCProtocol
 
-from ..core.compression.types import SummarizeRequest, SummarizerError
-from ..core.content import IContent, dump_entries
-from ..core.settings import Settings
-from ..core.tokens import block_text
+from ...core.compression.types import SummarizeRequest, SummarizerError
+from ...core.content import IContent, dump_entries
+from ...core.settings import Settings
+from ...core.tokens import block_text
 from .wire import SummarizeAnswer
 
 SUMMARIZE_METHOD = "history/summarize"

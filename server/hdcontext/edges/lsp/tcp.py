@@ -26,11 +26,12 @@ import secrets
 import sys
 from pathlib import Path
 
-from . import memory, storage_lock
+from ..daemon import memory
+from ..storage import storage_lock
+from ..storage.store import PRIVATE_UMASK, TOKEN_NAME, StoreError, folder_problem, prepare_folder
 from .framing import StreamSource
 from .server import build_server
-from .store import TOKEN_NAME, StoreError, folder_problem, prepare_folder
-from .transport import PRIVATE_UMASK, Connection
+from .transport import Connection
 
 log = logging.getLogger(__name__)
 

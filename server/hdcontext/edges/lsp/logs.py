@@ -14,7 +14,7 @@ import logging
 import re
 import sys
 
-from .wire import WireError
+from ..daemon.wire import WireError
 
 _PLACEHOLDER = re.compile(r"%[-#0 +]*\d*(?:\.\d+)?[sdrfgiaxX%]")
 

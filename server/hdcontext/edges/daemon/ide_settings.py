@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.settings import SettingError, merge_section
+from ...core.settings import SettingError, merge_section
 
 
 class IdeSettings:

@@ -25,14 +25,14 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
-from ..core.history import History
-from ..core.journal import Change
-from ..core.replies import Status
-from ..core.session import Session
-from ..core.settings import resolve
-from ..core.stored import Blob
+from ...core.history import History
+from ...core.journal import Change
+from ...core.replies import Status
+from ...core.session import Session
+from ...core.settings import resolve
+from ...core.stored import Blob
+from ..storage.store import Loaded, SaveOp, Store, WorkingChange, WorkingRow
 from . import memory
-from .store import Loaded, SaveOp, Store, WorkingChange, WorkingRow
 
 T = TypeVar("T")
 

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from pydantic_core import from_json
 
-from .wire import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+from ..daemon.wire import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 
 MAX_DEPTH = 200
 """The deepest a value may nest inside the message: ``params`` is level 1, its members level 2.

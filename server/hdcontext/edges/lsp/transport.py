@@ -35,7 +35,13 @@ from typing import Any
 
 from pygls.io_ import StdoutWriter
 
-from . import memory
+from ..daemon import memory
+from ..daemon.wire import (
+    INVALID_REQUEST,
+    SERVER_NOT_INITIALIZED,
+    UNAUTHORIZED,
+)
+from ..storage.store import PRIVATE_UMASK
 from .claims import CLAIMS
 from .decode import Incoming, MsgId, Refused
 from .framing import (
@@ -49,11 +55,6 @@ from .framing import (
 )
 from .resent import Resends
 from .server import METHODS, HdServer, build_server
-from .wire import (
-    INVALID_REQUEST,
-    SERVER_NOT_INITIALIZED,
-    UNAUTHORIZED,
-)
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +63,6 @@ UNAUTHORIZED_MAX_BYTES = 1024 * 1024
 """The largest message a TCP connection may send before it has shown the token."""
 FINISH_WAIT_S = 10.0
 """How long a closing connection waits for its requests in flight to finish saving."""
-PRIVATE_UMASK = 0o077
-"""Everything the daemon creates is the user's alone (the store narrows its own files too)."""
 
 
 class Connection:

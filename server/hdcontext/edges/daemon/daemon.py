@@ -20,18 +20,19 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from ..core.compression.types import CompressionError, SummarizerError
-from ..core.content import Block, IContent, entries_json
-from ..core.replies import Status, SyncReply
-from ..core.session import CompactResult, Session, SessionSummarizer, SyncOutcome
-from ..core.settings import FIELDS, SettingError, resolve
-from ..core.stored import Entries
-from . import memory, resent
+from ...core.compression.types import CompressionError, SummarizerError
+from ...core.content import Block, IContent, entries_json
+from ...core.replies import Status, SyncReply
+from ...core.session import CompactResult, Session, SessionSummarizer, SyncOutcome
+from ...core.settings import FIELDS, SettingError, resolve
+from ...core.stored import Entries
+from ..storage.store import Store
+from . import memory
+from .conversation import conversation as resent_conversation
 from .ide_settings import IdeSettings
 from .json_text import JsonText
 from .prompt_file import load_compression_prompt
 from .sessions import Registry, UnknownSession
-from .store import Store
 from .watcher import DiskWatcher, writes_after_reads
 from .wire import (
     AppendParams,
@@ -212,7 +213,7 @@ class Daemon:
     async def sync(self, raw: object) -> dict[str, Any]:
         """``history/sync``: the whole conversation again; append what is new, fork where it
         parts from what the session holds (nothing validated twice, nothing counted twice)."""
-        conversation = resent.conversation(raw)
+        conversation = resent_conversation(raw)
         p = parse_params(SyncParams, raw)
         digests = await asyncio.to_thread(conversation.digests)
         async with self.registry.lock(p.session_id):

@@ -48,8 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from ..core.state import SessionState
-from ..core.stored import Blob
+from ...core.state import SessionState
+from ...core.stored import Blob
 from . import storage_lock
 from .recovery import Damage, unpaired
 from .storage_lock import StorageLocked as StorageLockedError
@@ -62,6 +62,8 @@ TOKEN_NAME = "tcp-token"
 """Where ``serve --tcp`` writes the token it made up (tcp.py)."""
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
+PRIVATE_UMASK = 0o077
+"""Everything the daemon creates is the user's alone (the store narrows its own files too)."""
 _DB_FILES = (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal")
 _OWN_NAMES = (*_DB_FILES, TRANSCRIPTS_DIR, storage_lock.LOCK_NAME, TOKEN_NAME)
 SCHEMA_VERSION = 2
