@@ -391,8 +391,10 @@ ANTHROPIC_ROWS: tuple[ModelPrice, ...] = (
         "claude-haiku-4-5",
         (1.0, 5.0, 0.10, 1.25, 2.0),
         4096,
-        _A_MODELS.format(lang="en", slug="haiku-4-5"),
+        _A_MODELS.format(lang="zh-CN", slug="opus-5"),
         aliases=("claude-haiku-4-5-20251001",),
+        note="$1 / $5 from the lineup table of the page read; the cache prices as the pricing "
+        "page was transcribed (the usual 1.25x / 2x / 0.1x).",
     ),
     _claude(
         "claude-3-7-sonnet-20250219",
