@@ -28,7 +28,9 @@ lifetime it was written with; a breakpoint before the read where none was held m
 read entry's lifetime. The previous request's entries past the read point that the request
 sends again are tokens the provider held and writes again (``lost``).
 
-A refresh call (``refresh``) is billed the same way, its line of text and its one token of
+The model's minimum cacheable prompt is not applied: it counts the system prompt and tools,
+which the transcripts leave out and agents' own exceed. A refresh call (``refresh``) is billed
+the same way, its line of text and its one token of
 output as plain tokens; it changes nothing but the entries' lives.
 """
 
@@ -37,6 +39,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+from hdcontext.core.cache.prices import lookup, multiples
 
 ANTHROPIC_LOOKBACK = 20
 
@@ -52,7 +57,7 @@ class PriceModel:
     lookback: int | None = None
     """Content blocks before a breakpoint within which it finds an entry (None: any)."""
     max_entries: int = 80
-    model: str = "claude-sonnet-4"
+    model: str = "claude-sonnet-4-6"
     """The session's model, so that the daemon plans for this provider as for its users."""
     slots: int = 2
     """``cache.maxBreakpoints`` the session is given; 1: the client ignores the daemon's
@@ -60,6 +65,7 @@ class PriceModel:
     description: str = ""
     write_long: float | None = None
     """A token written to an entry of the longer lifetime (None: the provider has none)."""
+
     long_ttl_ms: int = 3_600_000
     agent_ttl: str | None = None
     """The lifetime the agent itself asks on every breakpoint: ``1h`` makes every session of
@@ -67,66 +73,68 @@ class PriceModel:
     provider's default, and the settings row says what hdcontext may ask."""
 
 
+def priced(model: str, description: str, **geometry: Any) -> PriceModel:
+    """A price model from the package's price table (``core/cache/prices.py``, the one source
+    of prices): the row's multiples of its input price, lifetime, minimum prefix and cache
+    geometry, with ``geometry`` over them (a kinder cache, another client)."""
+    row = lookup(model).row
+    assert row is not None, model
+    m = multiples(row)
+    fields: dict[str, Any] = {
+        "read": m.read,
+        "write": m.write_5m,
+        "ttl_ms": row.ttl_s * 1000,
+        "at_breakpoints": row.at_breakpoints,
+        "lookback": row.lookback_blocks,
+        "max_entries": row.max_entries,
+        "model": model,
+        "description": description,
+        "write_long": m.write_1h,
+    }
+    return PriceModel(**{**fields, **geometry})
+
+
+SONNET = "claude-sonnet-4-6"
+"""The main replay's model: a cache read at 0.1× (Claude Opus and Sonnet 5.5 read at 0.05×)."""
 PRICE_MODELS: dict[str, PriceModel] = {
-    "anthropic": PriceModel(
-        0.1,
-        1.25,
-        300_000,
-        True,
-        ANTHROPIC_LOOKBACK,
-        description="Anthropic as it bills: entries at breakpoints, 20-block lookback, the "
-        "daemon's breakpoints placed",
-        write_long=2.0,
+    "anthropic": priced(
+        SONNET,
+        "Anthropic as it bills (Claude Sonnet 4.6: reads 0.1×): entries at breakpoints, "
+        "20-block lookback, the daemon's breakpoints placed",
     ),
-    "anthropic_tail": PriceModel(
-        0.1,
-        1.25,
-        300_000,
-        True,
-        ANTHROPIC_LOOKBACK,
+    "anthropic_005": priced(
+        "claude-opus-5-5",
+        "the same for Claude Opus 5.5, whose reads cost 0.05× (a rewrite costs 25 reads)",
+    ),
+    "anthropic_tail": priced(
+        SONNET,
+        "the same, the client ignoring the daemon's breakpoints (one on its last message)",
         slots=1,
-        description="the same, the client ignoring the daemon's breakpoints (one on its "
-        "last message)",
-        write_long=2.0,
     ),
-    "anthropic_1h": PriceModel(
-        0.1,
-        1.25,
-        300_000,
-        True,
-        ANTHROPIC_LOOKBACK,
-        description="Anthropic as it bills, for an agent that asks an hour on every breakpoint "
+    "anthropic_1h": priced(
+        SONNET,
+        "Anthropic as it bills, for an agent that asks an hour on every breakpoint "
         "(cache.ttl 1h, density off included)",
-        write_long=2.0,
         agent_ttl="1h",
     ),
-    "anthropic_ends": PriceModel(
-        0.1,
-        1.25,
-        300_000,
-        True,
-        None,
-        description="Anthropic's prices, entries at breakpoints found however far back (the "
-        "model before the lookback was priced)",
+    "anthropic_ends": priced(
+        SONNET,
+        "Anthropic's prices, entries at breakpoints found however far back (the model "
+        "before the lookback was priced)",
+        lookback=None,
+        write_long=None,
     ),
-    "anthropic_any_prefix": PriceModel(
-        0.1,
-        1.25,
-        300_000,
-        False,
-        description="Anthropic's prices, any shared prefix read (the first model of issue 10)",
+    "anthropic_any_prefix": priced(
+        SONNET,
+        "Anthropic's prices, any shared prefix read (the first model of issue 10)",
+        at_breakpoints=False,
+        lookback=None,
+        write_long=None,
     ),
-    "openai": PriceModel(
-        0.1, 1.0, 300_000, False, model="gpt-4.1", description="OpenAI before GPT-5.6"
-    ),
-    "gpt_5_6": PriceModel(
-        0.1,
-        1.25,
-        1_800_000,
-        True,
-        None,
-        model="gpt-5.6",
-        description="OpenAI GPT-5.6 and later: breakpoints, newest 80 entries, 30 minutes",
+    "openai": priced("gpt-4.1", "OpenAI before GPT-5.6 (GPT-4.1: reads 0.25×, no write fee)"),
+    "gpt_5_6": priced(
+        "gpt-5.6",
+        "OpenAI GPT-5.6 and later: breakpoints, newest 80 entries, 30 minutes",
     ),
 }
 MAIN = "anthropic"
@@ -212,25 +220,29 @@ class Bill:
         p = self.price
         flags = list(long) if long is not None else [False] * len(breakpoints)
         assert flags == sorted(flags, reverse=True), "a longer lifetime after a shorter one"
+        prefix = [0]
+        for count in tokens:
+            prefix.append(prefix[-1] + count)
+        marks = list(zip(breakpoints, flags, strict=True))
         if p.at_breakpoints:
-            hit = self._hit(request, blocks, breakpoints, flags, at)
+            hit = self._hit(request, blocks, marks, at)
         else:
             touched = self.touched_at
             warm = touched is not None and 0 <= at - touched <= p.ttl_ms
             hit = shared_prefix(self.previous, request) if warm else 0
-        last = max(breakpoints, default=len(request))
-        last_long = max((b for b, f in zip(breakpoints, flags, strict=True) if f), default=0)
-        long_end = max(hit, last_long) if p.write_long is not None else hit
-        read = sum(tokens[:hit])
+        last = max([hit, *(b for b, _ in marks)])
+        long_end = max([hit, *(b for b, f in marks if f and b > hit)])
+        if p.write_long is None:
+            long_end = hit
         cost = (
-            read * p.read
-            + sum(tokens[hit:long_end]) * (p.write_long or p.write)
-            + sum(tokens[long_end : max(long_end, last)]) * p.write
-            + sum(tokens[last:])
+            prefix[hit] * p.read
+            + (prefix[long_end] - prefix[hit]) * (p.write_long or p.write)
+            + (prefix[last] - prefix[long_end]) * p.write
+            + (prefix[-1] - prefix[last])
             + plain
         )
         self.total += cost
-        self.reads += read
+        self.reads += prefix[hit]
         self.touched_at = at
         return hit, cost
 
@@ -238,10 +250,11 @@ class Bill:
         self,
         request: Sequence[bytes],
         blocks: Sequence[int],
-        breakpoints: Sequence[int],
-        flags: Sequence[bool],
+        marks: Sequence[tuple[int, bool]],
         at: int,
     ) -> int:
+        """The entry the request reads (prefix length, 0: none), and the entries kept after
+        it; ``marks``: its breakpoints that can hold an entry, each with its lifetime."""
         p = self.price
         shared: dict[int, int] = {}  # per request that wrote entries: what this one shares
 
@@ -259,14 +272,14 @@ class Bill:
             position.append(position[-1] + count)
         hit = 0
         for q in live:
-            for b in breakpoints:
+            for b, _ in marks:
                 if q <= b and (p.lookback is None or position[b] - position[q] <= p.lookback):
                     hit = max(hit, q)
                     break
         hit_life = live[hit][1] if hit else p.ttl_ms
         if hit:
             live[hit] = (at, hit_life, request)
-        for b, f in zip(breakpoints, flags, strict=True):
+        for b, f in marks:
             if b > hit:
                 life = p.long_ttl_ms if f and p.write_long is not None else p.ttl_ms
             else:

@@ -51,6 +51,7 @@ from .replies import (
     CompressionReport,
     DensityCounts,
     DensityReport,
+    PricedAs,
     SettingsReply,
     Status,
 )
@@ -231,7 +232,14 @@ class Session:
             usage=self._cache.usage,
             masked_outputs=self.masked_outputs,
             masked_tokens=self.masked_tokens,
+            predicted=self._cache.predicted,
+            mispredicted=self._cache.mispredicted,
+            priced_as=self._priced_as(r),
         )
+
+    def _priced_as(self, r: Resolved) -> PricedAs:
+        pricing = pricing_for(r.values, self.model)
+        return PricedAs(model=pricing.row, match=pricing.match)
 
     # -- content -------------------------------------------------------------------------
 
@@ -300,11 +308,13 @@ class Session:
         cache_read_tokens: int | None = None,
         cache_write_tokens: int | None = None,
         output_tokens: int | None = None,
-    ) -> None:
-        """``history/usage``: add a call's bill to the totals. A call that neither read nor
-        wrote the cache says the provider is not caching this conversation: the schedule
-        then treats the cache as cold (nothing cached can be lost)."""
-        usage = self._cache.usage
+    ) -> UsageCheck | None:
+        """``history/usage``: add a call's bill to the totals, and hold it against what the
+        daemon expected of that call (``UsageCheck``, when it expected anything). A call that
+        neither read nor wrote the cache says the provider is not caching this conversation:
+        the schedule then treats the cache as cold (nothing cached can be lost)."""
+        cache = self._cache
+        usage = cache.usage
         read = cache_read_tokens or 0
         write = cache_write_tokens or 0
         total = usage.model_copy(
@@ -316,11 +326,32 @@ class Session:
                 "output_tokens": usage.output_tokens + (output_tokens or 0),
             }
         )
-        prompt = self._cache.prompt
+        prompt = cache.prompt
         if input_tokens > 0 and read == 0 and write == 0:
             prompt = prompt.reported_cold()
-        self._cache = replace(self._cache, usage=total, prompt=prompt)
+        check = None
+        predicted, missed = cache.predicted, cache.mispredicted
+        if cache.expected is not None:
+            check = UsageCheck(*cache.expected, input_tokens, read, write)
+            predicted = predicted.model_copy(
+                update={
+                    "calls": predicted.calls + 1,
+                    "input_tokens": predicted.input_tokens + check.expected_tokens,
+                    "cache_read_tokens": predicted.cache_read_tokens + check.expected_read,
+                    "cache_write_tokens": predicted.cache_write_tokens + check.expected_write,
+                }
+            )
+            missed += check.off
+        self._cache = replace(
+            cache,
+            usage=total,
+            prompt=prompt,
+            expected=None,
+            predicted=predicted,
+            mispredicted=missed,
+        )
         self.version += 1
+        return check
 
     # -- what density took away -----------------------------------------------------------
 
@@ -599,6 +630,7 @@ class Session:
             prompt=prompt,
             reply=ReplyMark(revision, call.length, len(curated)),
             free_pending=free_waiting,
+            expected=_expected(bill),
         )
         history.mark_stable()
         report = CacheReport(
@@ -726,7 +758,7 @@ class Session:
         mark = self._cache.reply
         if end > max(mark.raw_len, mark.held_len):
             mark = replace(mark, held_len=end)
-        self._cache = replace(self._cache, prompt=after, reply=mark)
+        self._cache = replace(self._cache, prompt=after, reply=mark, expected=_expected(bill))
         curated = history.curated()[: history.curated_index(end)]
         return self._refresh_reply(r, pricing, curated, placed, bill, at, read)
 
@@ -840,6 +872,34 @@ class Session:
         self.history.mark_stable(state.cache.reply.changed_from)
 
 
+@dataclass(frozen=True)
+class UsageCheck:
+    """A call as the daemon expected it billed, and as the provider billed it."""
+
+    expected_tokens: int
+    expected_read: int
+    expected_write: int
+    billed_tokens: int
+    billed_read: int
+    billed_write: int
+
+    @property
+    def off(self) -> bool:
+        """Whether the share of input read from the cache is more than a quarter off what
+        the daemon expected (the counts differ anyway: the provider's include the system
+        prompt and tools, and its tokenizer is its own)."""
+        if not self.expected_tokens or not self.billed_tokens:
+            return False
+        expected = self.expected_read / self.expected_tokens
+        billed = self.billed_read / self.billed_tokens
+        return abs(expected - billed) > MISPREDICTED
+
+
+MISPREDICTED = 0.25
+"""How far the billed share of input read from the cache may be from the expected one before
+the call counts as mispredicted."""
+
+
 class RefreshTooEarly(ValueError):
     """``history/refresh`` at a time before the session's last call."""
 
@@ -862,6 +922,11 @@ def _request_end(entries: Sequence[IContent], length: int) -> int:
         if not open_calls:
             end = i + 1
     return end
+
+
+def _expected(bill: CallBill) -> tuple[int, int, int]:
+    charge = bill.charge
+    return charge.total, charge.read, charge.write + charge.write_long
 
 
 def _unchanged(mark: ReplyMark, changed_from: int | None) -> int:

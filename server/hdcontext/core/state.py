@@ -42,6 +42,11 @@ class CacheState:
     free_pending: int = 0
     """Of ``pending_tokens``, what waits for a cold cache (masking's free-only edits): a
     refresh that keeps the cache keeps them waiting."""
+    expected: tuple[int, int, int] | None = None
+    """The last call's input as the daemon expects it billed, until ``history/usage``
+    reports it: (tokens, read from the cache, written to it)."""
+    predicted: Usage = field(default_factory=Usage)
+    mispredicted: int = 0
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,7 @@ def _todo_from_json(raw: dict[str, Any]) -> Todo:
 def _cache_to_json(cache: CacheState) -> dict[str, Any]:
     out = asdict(cache)
     out["usage"] = cache.usage.model_dump()
+    out["predicted"] = cache.predicted.model_dump()
     return out
 
 
@@ -172,4 +178,12 @@ def _cache_from_json(raw: object) -> CacheState:
         pending_edits=int(raw["pending_edits"]),
         usage=Usage.model_validate(raw["usage"]),
         free_pending=int(raw.get("free_pending", 0)),
+        expected=None if raw.get("expected") is None else _triple(raw["expected"]),
+        predicted=Usage.model_validate(raw.get("predicted", {})),
+        mispredicted=int(raw.get("mispredicted", 0)),
     )
+
+
+def _triple(raw: Any) -> tuple[int, int, int]:
+    a, b, c = raw
+    return int(a), int(b), int(c)

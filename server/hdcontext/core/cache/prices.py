@@ -655,8 +655,12 @@ def multiples(row: ModelPrice) -> Multiples:
     0) makes every token alike: 1, 1, 1."""
     if row.input == 0:
         return Multiples(1.0, 1.0, None if row.cache_write_1h is None else 1.0)
-    write_1h = None if row.cache_write_1h is None else row.cache_write_1h / row.input
-    return Multiples(row.cache_read / row.input, row.cache_write_5m / row.input, write_1h)
+
+    def ratio(price: float) -> float:
+        return round(price / row.input, 9)  # 0.30 / 3.00 is 0.1, not 0.09999999999999999
+
+    write_1h = None if row.cache_write_1h is None else ratio(row.cache_write_1h)
+    return Multiples(ratio(row.cache_read), ratio(row.cache_write_5m), write_1h)
 
 
 def at_prompt(row: ModelPrice, prompt_tokens: int) -> ModelPrice:

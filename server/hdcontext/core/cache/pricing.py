@@ -27,10 +27,13 @@ Where a cached prefix may end differs, and it decides what an edit costs (the ge
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from ..settings import Settings
+from .prices import lookup, multiples, normalize, override, provider_of
 
 DEFAULT_TTL_SECONDS = 300
 LONG_TTL_MS = 3_600_000
@@ -70,6 +73,17 @@ class Pricing:
     """A token written to an entry of the longer lifetime (Anthropic's hour: 2×); ``None``:
     the provider offers none."""
     long_ttl_ms: int = LONG_TTL_MS
+    min_prefix: int = 0
+    """Tokens: a breakpoint on a shorter prompt writes no entry. The minimum counts the whole
+    prompt, system prompt and tools included, which agents' own exceed (Claude Code's alone is
+    some 15,000 tokens); the daemon sees the messages only and plans as if every prefix
+    reached it, so the cost model does not apply it."""
+    row: str | None = None
+    """The price table's row these come from (``None``: a provider's preset)."""
+    match: str = "preset"
+    """How the row was found: ``exact``, ``family``, ``fallback`` (the model is not in the
+    table: its provider's most common row stands in), ``override`` (the user's), or
+    ``preset``."""
 
     def lifetime(self, long: bool) -> int:
         """How long an entry written now lives after its last use, in ms."""
@@ -100,21 +114,6 @@ NONE = Pricing("none", 1.0, 1.0, DEFAULT_TTL_SECONDS * 1000)
 PRESETS: dict[str, Pricing] = {p.name: p for p in (ANTHROPIC, OPENAI, GEMINI, NONE)}
 
 
-def provider_of(model: str | None) -> str:
-    """``cache.pricing: auto``: the provider a model name points at. Unknown models get
-    Anthropic's prices, the ones that punish a broken prefix most."""
-    name = (model or "").lower().rsplit("/", 1)[-1]
-    if name.startswith("claude"):
-        return "anthropic"
-    if name.startswith(("gpt", "chatgpt", "codex")) or (
-        len(name) > 1 and name[0] == "o" and name[1].isdigit()
-    ):
-        return "openai"
-    if name.startswith("gemini"):
-        return "gemini"
-    return "anthropic"
-
-
 def caches_at_breakpoints(model: str | None) -> bool:
     """Whether an OpenAI model is of GPT-5.6 or a later family."""
     name = (model or "").lower().rsplit("/", 1)[-1]
@@ -125,22 +124,71 @@ def caches_at_breakpoints(model: str | None) -> bool:
     return version >= OPENAI_BREAKPOINTS_SINCE
 
 
+OLD_OPENAI_FALLBACK = "gpt-4.1"
+"""The row an OpenAI model the table lacks is priced by when its name is older than GPT-5.6
+(it matches any prefix and pays no write fee, as ``gpt-4.1`` does); newer names take the
+table's fallback."""
+
+
 def pricing_for(settings: Settings, model: str | None) -> Pricing:
-    """The prices and geometry to plan with: the preset that ``cache.pricing`` names (or the
-    model implies), with ``cache.readCost``, ``cache.writeCost`` and ``cache.ttlSeconds``
-    over it."""
-    name = settings.cache_pricing if settings.cache_pricing != "auto" else provider_of(model)
-    preset = PRESETS[name]
-    if name == "openai" and caches_at_breakpoints(model):
-        preset = OPENAI_BREAKPOINTS
+    """The prices and geometry to plan with. ``cache.pricing: auto`` (or the model's own
+    provider named): the model's row of the price table (``prices.py``), by exact id, then by
+    family, else its provider's fallback row (``Pricing.match`` says which), with the user's
+    ``cache.prices`` override of it; another provider named, or one the table does not price
+    (Gemini, ``none``): the provider's preset. ``cache.readCost``, ``cache.writeCost`` and
+    ``cache.ttlSeconds`` go over either."""
+    provider = provider_of(model)
+    name = settings.cache_pricing if settings.cache_pricing != "auto" else provider
+    base = _row_pricing(settings, model) if name == provider else None
+    if base is None:
+        base = PRESETS[name]
+        if name == "openai" and caches_at_breakpoints(model):
+            base = OPENAI_BREAKPOINTS
+    return replace(
+        base,
+        name=name,
+        read=base.read if settings.cache_read_cost is None else settings.cache_read_cost,
+        write=base.write if settings.cache_write_cost is None else settings.cache_write_cost,
+        ttl_ms=(settings.cache_ttl_seconds or base.ttl_ms // 1000) * 1000,
+    )
+
+
+def _row_pricing(settings: Settings, model: str | None) -> Pricing | None:
+    """The model's row as the cost model plans with it, or ``None`` where the table prices
+    nothing (Gemini)."""
+    own = settings.cache_prices
+    if not own:
+        return _row_of(model, "")
+    name = normalize(model)
+    found = lookup(model).row
+    mine = own.get(name) or (own.get(found.model) if found is not None else None)
+    return _row_of(model, json.dumps(mine, sort_keys=True) if mine else "")
+
+
+@lru_cache(maxsize=64)
+def _row_of(model: str | None, mine: str) -> Pricing | None:
+    """``_row_pricing`` for one model and one override (JSON, "" for none): looked up once,
+    since every status and every compact asks."""
+    found = lookup(model)
+    row, how = found.row, str(found.how)
+    if row is None:
+        return None
+    if how == "fallback" and row.provider == "openai" and not caches_at_breakpoints(model):
+        row = lookup(OLD_OPENAI_FALLBACK).row or row
+    if mine:
+        row, how = override(row, json.loads(mine)), "override"
+    m = multiples(row)
     return Pricing(
-        name,
-        preset.read if settings.cache_read_cost is None else settings.cache_read_cost,
-        preset.write if settings.cache_write_cost is None else settings.cache_write_cost,
-        (settings.cache_ttl_seconds or preset.ttl_ms // 1000) * 1000,
-        at_breakpoints=preset.at_breakpoints,
-        lookback_blocks=preset.lookback_blocks,
-        max_entries=preset.max_entries,
-        assistant_breakpoints=preset.assistant_breakpoints,
-        write_long=preset.write_long,
+        row.provider,
+        m.read,
+        m.write_5m,
+        row.ttl_s * 1000,
+        at_breakpoints=row.at_breakpoints,
+        lookback_blocks=row.lookback_blocks,
+        max_entries=row.max_entries,
+        assistant_breakpoints=row.assistant_breakpoints,
+        write_long=m.write_1h,
+        min_prefix=row.min_prefix,
+        row=row.model,
+        match=how,
     )

@@ -159,9 +159,15 @@ class PromptCache:
             return everything(candidates)
         restart = self._restart(call)
         cached_end = restart(call.unchanged)
-        held = tuple(c for c in candidates if c.edit.free_only and c.start < cached_end)
+        # When the entry the request reads outlives a pause, a cold cache (the moment a free
+        # edit waits for) would hardly come: such edits compete like the others.
+        if self._long_lived(call, cached_end):
+            held: tuple[Candidate, ...] = ()
+        else:
+            held = tuple(c for c in candidates if c.edit.free_only and c.start < cached_end)
+        waiting = {id(c) for c in held}
         chosen = plan(
-            [c for c in candidates if not (c.edit.free_only and c.start < cached_end)],
+            [c for c in candidates if id(c) not in waiting],
             cached_end=cached_end,
             tokens_between=call.view.tokens_between,
             pricing=call.pricing,
@@ -170,6 +176,11 @@ class PromptCache:
             restart=restart,
         )
         return Plan(chosen.apply, chosen.wait + held)
+
+    def _long_lived(self, call: Call, q: int) -> bool:
+        """Whether the live entry at ``q`` is of the longer lifetime."""
+        long_ttl = call.pricing.long_ttl_ms
+        return any(e[0] == q and e[2] >= long_ttl for e in self.live(call))
 
     def place(self, call: Call, waiting: Sequence[int]) -> tuple[int, ...]:
         """The request's message breakpoints, as prefix lengths, ascending: the last entry,
@@ -247,12 +258,12 @@ class PromptCache:
         """Where the request reads up to, and how its input is billed: read up to there,
         written at the longer lifetime's price up to its last breakpoint of that lifetime,
         at the default one up to its last breakpoint, plain after that."""
-        breakpoints = placed.breakpoints
-        read = self.reading(call, breakpoints)
+        read = self.reading(call, placed.breakpoints)
         tokens = call.view.tokens_between
-        last = max(breakpoints, default=call.length)
-        longs = [b for b, long in zip(breakpoints, placed.long, strict=True) if long]
-        long_end = max([read, *longs])
+        marks = zip(placed.breakpoints, placed.long, strict=True)
+        written = [(b, long) for b, long in marks if b > read]
+        last = max((b for b, _ in written), default=read)
+        long_end = max([read, *(b for b, long in written if long)])
         return read, Charge(
             read=tokens(0, read),
             write_long=tokens(read, long_end),
