@@ -23,7 +23,13 @@ from typing import Any, Protocol, TypeVar
 from ...core.compression.types import CompressionError, SummarizerError
 from ...core.content import Block, IContent, entries_json
 from ...core.replies import Status, SyncReply
-from ...core.session import CompactResult, Session, SessionSummarizer, SyncOutcome
+from ...core.session import (
+    CompactResult,
+    RefreshTooEarly,
+    Session,
+    SessionSummarizer,
+    SyncOutcome,
+)
 from ...core.settings import FIELDS, SettingError, resolve
 from ...core.stored import Entries
 from ..storage.store import Store
@@ -40,6 +46,7 @@ from .wire import (
     GetParams,
     ListParams,
     OpenParams,
+    RefreshParams,
     RetrieveParams,
     SessionParams,
     SetOverrideParams,
@@ -252,14 +259,38 @@ class Daemon:
         p = parse_params(UsageParams, raw)
         async with self.registry.lock(p.session_id):
             session = await self.registry.get(p.session_id)
-            await self.registry.commit(
+            check = await self.registry.commit(
                 session,
                 lambda: session.record_usage(
                     p.input_tokens, p.cache_read_tokens, p.cache_write_tokens, p.output_tokens
                 ),
             )
+            if check is not None and check.off:
+                # Counts only: a price model that does not fit the provider should show.
+                log.info(
+                    "session %s: the provider read %d of %d input tokens from its cache, "
+                    "where %d of %d were expected",
+                    p.session_id,
+                    check.billed_read,
+                    check.billed_tokens,
+                    check.expected_read,
+                    check.expected_tokens,
+                )
             self._notify(session)
             return session.status().to_wire()
+
+    async def refresh(self, raw: object) -> dict[str, Any]:
+        """``history/refresh``: what a refresh call sends now (an empty history when none
+        pays), billed like a call."""
+        p = parse_params(RefreshParams, raw)
+        async with self.registry.lock(p.session_id):
+            session = await self.registry.get(p.session_id)
+            try:
+                result = await self.registry.commit(session, lambda: session.refresh(p.at))
+            except RefreshTooEarly as err:
+                raise invalid_params([str(err)]) from None
+            self._notify(session, result.status)
+        return _compact_reply(result, "full", None)
 
     async def retrieve(self, raw: object) -> dict[str, Any]:
         p = parse_params(RetrieveParams, raw)

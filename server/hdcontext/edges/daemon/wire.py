@@ -122,6 +122,11 @@ class UsageParams(SessionParams):
     at: NonNegative | None = None
 
 
+class RefreshParams(SessionParams):
+    at: NonNegative | None = None
+    """When the refresh call is made (ms since the epoch; default: the daemon's clock)."""
+
+
 class RetrieveParams(SessionParams):
     call_id: Annotated[str, StringConstraints(min_length=1)] = Field(alias="callId")
 

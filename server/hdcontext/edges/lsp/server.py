@@ -518,6 +518,7 @@ METHODS: dict[str, Handler] = {
     "history/sync": Daemon.sync,
     "history/usage": Daemon.usage,
     "history/retrieve": Daemon.retrieve,
+    "history/refresh": Daemon.refresh,
     "history/compact": Daemon.compact,
     "history/get": Daemon.get,
     "history/setOverride": Daemon.set_override,
