@@ -233,6 +233,14 @@ class Daemon:
 
             outcome = await self.registry.commit(session, change, model=p.model)
             conversation.settle(digests)
+            log.debug(
+                "sync %s: %d entries sent, %d held already, %d appended, %s",
+                p.session_id,
+                len(digests),
+                held,
+                outcome.appended,
+                "no fork" if outcome.forked_at is None else f"forked at {outcome.forked_at}",
+            )
             self._notify(session)
             reply = dict(session.status())
         if len(new) >= memory.LARGE_APPEND:
@@ -315,6 +323,8 @@ class Daemon:
                 provider = session.resolved().values.summarizer_provider
                 raise summarizer_failed(f"summarizer '{provider}' failed: {err}") from None
             self._notify(session, result.status)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("compact %s: %s", session_id, _decided(result))
         if session_id in self._large:
             self._large.discard(session_id)
             memory.release()  # so does the first look at a large batch of entries
@@ -411,6 +421,31 @@ def _compact_reply(result: CompactResult, reply: str, base: str | None) -> dict[
         held, keep, entries = result.delta(base)
         return {"delta": {"base": held, "keep": keep, "entries": history_json(entries)}, **fields}
     return fields
+
+
+def _decided(result: CompactResult) -> str:
+    """What a compaction decided, for a DEBUG line: counts, names and positions only."""
+    cache = result.cache
+    parts = [f"passes {', '.join(s.name for s in result.steps) or 'none'}"]
+    density = result.density
+    if density is not None:
+        parts.append(
+            f"density removed {density.removals}, replaced {density.replacements} "
+            f"({density.tokens_before} → {density.tokens_after} tokens)"
+        )
+    if result.compression is not None:
+        c = result.compression
+        parts.append(f"compressed by {c.strategy} ({c.tokens_before} → {c.tokens_after} tokens)")
+    parts.append(
+        f"{result.status.entry_count} entries, {result.status.total_tokens} tokens"
+        f"{', over the limit' if result.over_limit else ''}"
+    )
+    parts.append(
+        f"cache {cache.pricing} {'cold' if cache.cold else 'warm'}: {cache.stable_prefix} "
+        f"entries as last time, edits {cache.edits_applied} applied, {cache.edits_pending} "
+        f"waiting ({cache.pending_tokens} tokens), breakpoints {cache.breakpoints}"
+    )
+    return "; ".join(parts)
 
 
 def _block_json(block: Block) -> Any:
