@@ -32,6 +32,7 @@ from .conversation import conversation as resent_conversation
 from .ide_settings import IdeSettings
 from .json_text import JsonText
 from .prompt_file import load_compression_prompt
+from .retention import Pruner, Retention
 from .sessions import Registry, UnknownSession
 from .watcher import DiskWatcher, writes_after_reads
 from .wire import (
@@ -94,6 +95,7 @@ class Daemon:
         storage_dir: Path,
         settings: IdeSettings,
         retrieve_tool: str | None = None,
+        retention: Retention | None = None,
     ) -> None:
         self.client = client
         self.retrieve_tool = retrieve_tool
@@ -107,9 +109,32 @@ class Daemon:
         self._prompt = load_compression_prompt(storage_dir)
         self._large: set[str] = set()  # sessions whose next compaction follows a large append
         self._without_retrieve: set[str] = set()
+        self.retention = retention
+        """How long idle sessions are kept (``None``: the daemon deletes none by itself)."""
+        self._pruner = Pruner(retention, self.prune) if retention is not None else None
+        self.held_elsewhere: Callable[[str], bool] = lambda session_id: False
+        """Whether another connection of this process holds a session (claims.py): pruning
+        leaves it to that connection's daemon, which has it loaded."""
 
     async def start(self) -> None:
+        """Open the store; then prune idle sessions, now and daily (in the background)."""
         await self.store.open()
+        if self._pruner is not None:
+            self._pruner.start()
+
+    async def prune(self, idle_before: int) -> int:
+        """Delete the sessions idle since before ``idle_before`` (ms), each under its lock and
+        only if still idle then (a request may have come in meanwhile); how many went."""
+        deleted = 0
+        for session_id in await self.store.idle(idle_before):
+            if self.held_elsewhere(session_id):
+                continue
+            async with self.registry.lock(session_id):
+                if await self.registry.delete_idle(session_id, idle_before):
+                    deleted += 1
+        if deleted:
+            await self.update_watcher()
+        return deleted
 
     def _make_session(self, session_id: str) -> Session:
         return Session(
@@ -175,7 +200,16 @@ class Daemon:
         self.registry.note_disk_write(path, when)
 
     async def shutdown(self) -> None:
+        """Stop the watcher and the pruning; with a retention of 0, delete the sessions this
+        daemon served, which nobody uses any more (the store must still be open)."""
         await self.watcher.stop()
+        if self._pruner is None:
+            return
+        await self._pruner.stop()
+        if self.retention is not None and self.retention.days == 0:
+            for session in self.registry.loaded():
+                async with self.registry.lock(session.session_id):
+                    await self.registry.delete_idle(session.session_id, None)
 
     # -- requests -----------------------------------------------------------------------------
 
