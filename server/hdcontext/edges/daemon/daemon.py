@@ -38,6 +38,7 @@ from .conversation import conversation as resent_conversation
 from .ide_settings import IdeSettings
 from .json_text import JsonText
 from .prompt_file import load_compression_prompt
+from .retention import Pruner, Retention
 from .sessions import Registry, UnknownSession
 from .watcher import DiskWatcher, writes_after_reads
 from .wire import (
@@ -101,6 +102,7 @@ class Daemon:
         storage_dir: Path,
         settings: IdeSettings,
         retrieve_tool: str | None = None,
+        retention: Retention | None = None,
     ) -> None:
         self.client = client
         self.retrieve_tool = retrieve_tool
@@ -114,9 +116,32 @@ class Daemon:
         self._prompt = load_compression_prompt(storage_dir)
         self._large: set[str] = set()  # sessions whose next compaction follows a large append
         self._without_retrieve: set[str] = set()
+        self.retention = retention
+        """How long idle sessions are kept (``None``: the daemon deletes none by itself)."""
+        self._pruner = Pruner(retention, self.prune) if retention is not None else None
+        self.held_elsewhere: Callable[[str], bool] = lambda session_id: False
+        """Whether another connection of this process holds a session (claims.py): pruning
+        leaves it to that connection's daemon, which has it loaded."""
 
     async def start(self) -> None:
+        """Open the store; then prune idle sessions, now and daily (in the background)."""
         await self.store.open()
+        if self._pruner is not None:
+            self._pruner.start()
+
+    async def prune(self, idle_before: int) -> int:
+        """Delete the sessions idle since before ``idle_before`` (ms), each under its lock and
+        only if still idle then (a request may have come in meanwhile); how many went."""
+        deleted = 0
+        for session_id in await self.store.idle(idle_before):
+            if self.held_elsewhere(session_id):
+                continue
+            async with self.registry.lock(session_id):
+                if await self.registry.delete_idle(session_id, idle_before):
+                    deleted += 1
+        if deleted:
+            await self.update_watcher()
+        return deleted
 
     def _make_session(self, session_id: str) -> Session:
         return Session(
@@ -182,7 +207,16 @@ class Daemon:
         self.registry.note_disk_write(path, when)
 
     async def shutdown(self) -> None:
+        """Stop the watcher and the pruning; with a retention of 0, delete the sessions this
+        daemon served, which nobody uses any more (the store must still be open)."""
         await self.watcher.stop()
+        if self._pruner is None:
+            return
+        await self._pruner.stop()
+        if self.retention is not None and self.retention.days == 0:
+            for session in self.registry.loaded():
+                async with self.registry.lock(session.session_id):
+                    await self.registry.delete_idle(session.session_id, None)
 
     # -- requests -----------------------------------------------------------------------------
 
@@ -240,6 +274,14 @@ class Daemon:
 
             outcome = await self.registry.commit(session, change, model=p.model)
             conversation.settle(digests)
+            log.debug(
+                "sync %s: %d entries sent, %d held already, %d appended, %s",
+                p.session_id,
+                len(digests),
+                held,
+                outcome.appended,
+                "no fork" if outcome.forked_at is None else f"forked at {outcome.forked_at}",
+            )
             self._notify(session)
             reply = dict(session.status())
         if len(new) >= memory.LARGE_APPEND:
@@ -346,6 +388,8 @@ class Daemon:
                 provider = session.resolved().values.summarizer_provider
                 raise summarizer_failed(f"summarizer '{provider}' failed: {err}") from None
             self._notify(session, result.status)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("compact %s: %s", session_id, _decided(result))
         if session_id in self._large:
             self._large.discard(session_id)
             memory.release()  # so does the first look at a large batch of entries
@@ -442,6 +486,31 @@ def _compact_reply(result: CompactResult, reply: str, base: str | None) -> dict[
         held, keep, entries = result.delta(base)
         return {"delta": {"base": held, "keep": keep, "entries": history_json(entries)}, **fields}
     return fields
+
+
+def _decided(result: CompactResult) -> str:
+    """What a compaction decided, for a DEBUG line: counts, names and positions only."""
+    cache = result.cache
+    parts = [f"passes {', '.join(s.name for s in result.steps) or 'none'}"]
+    density = result.density
+    if density is not None:
+        parts.append(
+            f"density removed {density.removals}, replaced {density.replacements} "
+            f"({density.tokens_before} → {density.tokens_after} tokens)"
+        )
+    if result.compression is not None:
+        c = result.compression
+        parts.append(f"compressed by {c.strategy} ({c.tokens_before} → {c.tokens_after} tokens)")
+    parts.append(
+        f"{result.status.entry_count} entries, {result.status.total_tokens} tokens"
+        f"{', over the limit' if result.over_limit else ''}"
+    )
+    parts.append(
+        f"cache {cache.pricing} {'cold' if cache.cold else 'warm'}: {cache.stable_prefix} "
+        f"entries as last time, edits {cache.edits_applied} applied, {cache.edits_pending} "
+        f"waiting ({cache.pending_tokens} tokens), breakpoints {cache.breakpoints}"
+    )
+    return "; ".join(parts)
 
 
 def _block_json(block: Block) -> Any:

@@ -218,6 +218,11 @@ class InitOptions(BaseModel):
     """The tool through which the client's model can call ``history/retrieve``: pruned
     results then point at it by call id."""
     proxy: ProxyOptions | None = None
+    retention_days: Annotated[int, Field(ge=0)] | Literal["forever"] | None = Field(
+        default=None, alias="retentionDays"
+    )
+    """Days an idle session is kept in the storage folder (0: only while in use; "forever");
+    unset: ``serve --retention-days`` (retention.py)."""
 
 
 class SummarizeAnswer(BaseModel):

@@ -4,12 +4,19 @@
 compactor; what it cannot or should not handle goes upstream as it came, with a log line that
 says why (kinds and counts only: no content, no header values). Any other path is passed to
 the upstream it belongs to: Anthropic's when the path is under ``/v1/messages`` or the request
-carries ``anthropic-version``, else OpenAI's.
+carries one of Anthropic's headers (``anthropic-version``, or its key header ``x-api-key``:
+an SDK listing models sends the key alone), else OpenAI's.
+
+The log: a line at INFO for each request hdcontext compacted, a warning for each it sent as it
+came (and why); at DEBUG, for every request, what came in (API, path, size), what hdcontext
+decided and how long it took, and what the upstream answered (status, how long, the usage
+read). Sizes, counts, ids and reasons only: never content, never a header's value.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,14 +107,49 @@ async def _openai(request: web.Request) -> web.StreamResponse:
 
 async def _passthrough(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
-    name = (
-        "anthropic"
-        if request.path.startswith("/v1/messages") or "anthropic-version" in request.headers
-        else "openai"
-    )
+    name = upstream_of(request)
     body = await request.read()
+    log.debug("%s %s %s: %d bytes, passed through", name, request.method, request.path, len(body))
+    started = time.perf_counter()
     done = await forward(_session(state), request, state.upstreams[name], body)
+    _answered(name, request.path, done, started)
     return done.response
+
+
+def upstream_of(request: web.Request) -> str:
+    """Which upstream a request of another path belongs to: Anthropic's if the path or a
+    header says so (``anthropic-version``, ``x-api-key``), else OpenAI's (``Authorization``)."""
+    headers = request.headers
+    if (
+        request.path.startswith("/v1/messages")
+        or "anthropic-version" in headers
+        or "x-api-key" in headers
+    ):
+        return "anthropic"
+    return "openai"
+
+
+def _answered(name: str, what: str, done: Forwarded, started: float) -> None:
+    """The DEBUG line of an upstream's answer: status, time, the usage read (counts)."""
+    if not log.isEnabledFor(logging.DEBUG):
+        return
+    billed = done.billed
+    usage = (
+        f"usage {billed.input_tokens} in ({billed.cache_read_tokens} cache read, "
+        f"{billed.cache_write_tokens} cache write), {billed.output_tokens} out"
+        if billed is not None
+        else "no usage read"
+    )
+    kind = "body" if isinstance(done.response, web.Response) else "stream"
+    log.debug(
+        "%s %s: upstream answered %d (%s) in %.0f ms, %s",
+        name,
+        what,
+        done.status,
+        kind,
+        (time.perf_counter() - started) * 1000,
+        usage,
+    )
 
 
 async def _through(request: web.Request, name: str) -> web.StreamResponse:
@@ -116,10 +158,21 @@ async def _through(request: web.Request, name: str) -> web.StreamResponse:
     upstream = state.upstreams[name]
     raw = await request.read()
     state.requests += 1
+    log.debug("%s %s: %d bytes in", name, request.path, len(raw))
+    started = time.perf_counter()
     compacted = await _compacted(state, api, request, raw)
     body = compacted.body if compacted is not None else raw
     billed_of = api.billed if compacted is not None else None
+    sent = time.perf_counter()
+    log.debug(
+        "%s %s: hdcontext %s in %.0f ms",
+        name,
+        compacted.session_id if compacted is not None else "(no session)",
+        "compacted" if compacted is not None else "passed it on as it came",
+        (sent - started) * 1000,
+    )
     done: Forwarded = await forward(_session(state), request, upstream, body, billed_of)
+    _answered(name, compacted.session_id if compacted is not None else request.path, done, sent)
     if compacted is not None and done.billed is not None:
         try:
             await state.compactor.record(compacted.session_id, done.billed)
