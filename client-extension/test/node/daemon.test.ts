@@ -9,7 +9,15 @@ import { after, before, describe, it } from 'node:test';
 
 import { ResponseError } from 'vscode-jsonrpc/node';
 
-import { ErrorCodes, PROTOCOL_VERSION, serverProtocolVersion, type Status } from '../../src/protocol';
+import {
+    CACHE_REPORT_FIELDS,
+    ErrorCodes,
+    PROTOCOL_VERSION,
+    STATUS_DAEMON_ADDITIONS,
+    STATUS_FIELDS,
+    serverProtocolVersion,
+    type Status,
+} from '../../src/protocol';
 import { DAEMON_SETTINGS, daemonSection } from '../../src/settingsSection';
 import { readThenWrite, readsOnly } from '../helpers/conversation';
 import { EXTENSION_ROOT, startDaemon, waitFor, type RunningDaemon } from '../helpers/realDaemon';
@@ -264,6 +272,68 @@ describe('the real daemon, over vscode-jsonrpc', () => {
         assert.equal((await d.client.open('chat')).entryCount, 0, 'a closed session resumes from storage');
         assert.equal(await d.client.delete('chat'), null);
         assert.ok(!(await d.client.list()).sessions.some((s) => s.sessionId === 'chat'));
+    });
+});
+
+describe("the real daemon: the prompt cache's lifetime and the price table", () => {
+    let d: RunningDaemon;
+    // The IDE settings: the user asks auto lifetimes and refresh calls (user settings).
+    const ide: Record<string, unknown> = { 'cache.ttl': 'auto', 'cache.refresh': true };
+
+    before(async () => {
+        d = await startDaemon({
+            settings: () => daemonSection({ get: (k) => ide[k], inspect: (k) => (k in ide ? { globalValue: ide[k] } : {}) }),
+        });
+    });
+    after(async () => {
+        await d?.stop();
+    });
+
+    it("a Status's and a compact's cache fields are PROTOCOL.md's plus the daemon additions, and nothing else", async () => {
+        const opened = await d.client.open('fields', { model: 'claude-sonnet-4-5' });
+        assert.deepEqual(Object.keys(opened).sort(), [...STATUS_FIELDS, ...STATUS_DAEMON_ADDITIONS].sort());
+        await d.client.append('fields', readThenWrite());
+        const result = await d.client.compact('fields');
+        assert.deepEqual(Object.keys(result.cache ?? {}).sort(), [...CACHE_REPORT_FIELDS].sort());
+        assert.equal(result.cache?.breakpointTtls?.length, result.cache?.breakpoints?.length, 'one lifetime per breakpoint');
+        await d.client.delete('fields');
+    });
+
+    it('history/refresh: a whole CompactResult with no density and no compression; an `at` before the last call is -32602', async () => {
+        await d.client.sync('refresh', readThenWrite(), { model: 'claude-sonnet-4-5' });
+        const last = Date.now() + 1000;
+        await d.client.compactDelta('refresh', { at: last });
+        const refreshed = await d.client.refresh('refresh', { at: last + 4 * 60000 });
+        assert.ok(Array.isArray(refreshed.history), 'the history, whole (empty when no refresh pays)');
+        assert.equal(refreshed.density, null);
+        assert.equal(refreshed.compression, null);
+        assert.equal(refreshed.status.sessionId, 'refresh');
+        assert.equal(refreshed.cache?.breakpointTtls?.length, refreshed.cache?.breakpoints?.length);
+        await rejectsWith(d.client.refresh('refresh', { at: last - 60000 }), ErrorCodes.InvalidParams, /before the session's last call/);
+        await rejectsWith(d.client.refresh('never-opened'), ErrorCodes.UnknownSession);
+    });
+
+    it('a model the price table lacks: pricedAs fallback; a call off the expected cache use: mispredicted', async () => {
+        const opened = await d.client.open('mystery', { model: 'mystery-model-9' });
+        assert.deepEqual(opened.pricedAs, { model: 'claude-opus-5-5', match: 'fallback' });
+        // A first call finds the cache cold: nothing expected from it. The provider says it read most of it.
+        await d.client.append('mystery', readThenWrite());
+        await d.client.compact('mystery', { at: Date.now() });
+        const billed = await d.client.usage({ sessionId: 'mystery', inputTokens: 4000, cacheReadTokens: 3800, cacheWriteTokens: 100, outputTokens: 10 });
+        assert.equal(billed.mispredicted, 1, JSON.stringify(billed));
+        assert.equal(billed.predicted?.calls, 1);
+    });
+
+    it("cache.prices: every field package.json's schema offers is one the daemon takes; it prices the session as the user's override", async () => {
+        const pkg = JSON.parse(fs.readFileSync(path.join(EXTENSION_ROOT, 'package.json'), 'utf8'));
+        const fields: Record<string, { type: string }> = pkg.contributes.configuration.properties['hdcontext.cache.prices'].additionalProperties.properties;
+        const row = Object.fromEntries(Object.entries(fields).map(([key, f]) => [key, f.type === 'integer' ? 300 : 1.5]));
+        const set = await d.client.setOverride('mystery', 'cache.prices', { 'mystery-model-9': row });
+        assert.equal(set.sources['cache.prices'], 'override');
+        const s = await d.client.open('mystery');
+        assert.deepEqual(s.pricedAs, { model: 'claude-opus-5-5', match: 'override' });
+        await rejectsWith(d.client.setOverride('mystery', 'cache.prices', { 'mystery-model-9': { ...row, bogus: 1 } }), ErrorCodes.InvalidParams, /cache\.prices/);
+        await d.client.delete('mystery');
     });
 });
 
