@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 
 import { ResponseError } from 'vscode-jsonrpc/node';
 
+import { setTwinOverrides } from '../../src/chatSessions';
 import {
     CACHE_REPORT_FIELDS,
     ErrorCodes,
@@ -297,6 +298,34 @@ describe("the real daemon: the prompt cache's lifetime and the price table", () 
         assert.deepEqual(Object.keys(result.cache ?? {}).sort(), [...CACHE_REPORT_FIELDS].sort());
         assert.equal(result.cache?.breakpointTtls?.length, result.cache?.breakpoints?.length, 'one lifetime per breakpoint');
         await d.client.delete('fields');
+    });
+
+    it("a twin's session resolves cache.ttl 5m and cache.refresh false from its overrides while the IDE says auto and true; other sessions keep the IDE's", async () => {
+        const at = Date.now();
+        // As the chat panel's model does it: sync (which opens), the overrides, then compact.
+        await d.client.sync('twin', readThenWrite(), { contextLimit: 100000, model: 'claude-sonnet-4-5' });
+        const set = await setTwinOverrides(d.client, 'twin');
+        assert.equal(set?.values['cache.ttl'], '5m');
+        const twin = await d.client.settings('twin');
+        assert.equal(twin.values['cache.ttl'], '5m');
+        assert.equal(twin.sources['cache.ttl'], 'override');
+        assert.equal(twin.values['cache.refresh'], false);
+        assert.equal(twin.sources['cache.refresh'], 'override');
+        const first = await d.client.compactDelta('twin', { at });
+        assert.ok((first.cache?.breakpointTtls ?? []).length >= 1);
+        assert.ok(first.cache?.breakpointTtls?.every((t) => t === '5m'), `never an hour: ${JSON.stringify(first.cache)}`);
+        assert.equal(first.cache?.refreshAt, null, 'never a refresh call');
+        const refreshed = await d.client.refresh('twin', { at: at + 4 * 60000 });
+        assert.ok(refreshed.cache?.breakpointTtls?.every((t) => t === '5m'), `a refresh asks no hour either: ${JSON.stringify(refreshed.cache)}`);
+
+        // A session of another client (an API user, the proxy): the IDE's values.
+        await d.client.open('api', { model: 'claude-sonnet-4-5' });
+        const api = await d.client.settings('api');
+        assert.equal(api.values['cache.ttl'], 'auto');
+        assert.equal(api.sources['cache.ttl'], 'settings');
+        assert.equal(api.values['cache.refresh'], true);
+        assert.equal(api.sources['cache.refresh'], 'settings');
+        await d.client.delete('api');
     });
 
     it('history/refresh: a whole CompactResult with no density and no compression; an `at` before the last call is -32602', async () => {
