@@ -20,6 +20,7 @@ import {
     type Status,
 } from '../../src/protocol';
 import { DAEMON_SETTINGS, daemonSection } from '../../src/settingsSection';
+import { statusReport, statusTooltip } from '../../src/status';
 import { readThenWrite, readsOnly } from '../helpers/conversation';
 import { EXTENSION_ROOT, startDaemon, waitFor, type RunningDaemon } from '../helpers/realDaemon';
 
@@ -342,15 +343,18 @@ describe("the real daemon: the prompt cache's lifetime and the price table", () 
         await rejectsWith(d.client.refresh('never-opened'), ErrorCodes.UnknownSession);
     });
 
-    it('a model the price table lacks: pricedAs fallback; a call off the expected cache use: mispredicted', async () => {
+    it('a model the price table lacks: pricedAs fallback, in the tooltip; a call off the expected cache use: mispredicted, in the tooltip', async () => {
         const opened = await d.client.open('mystery', { model: 'mystery-model-9' });
         assert.deepEqual(opened.pricedAs, { model: 'claude-opus-5-5', match: 'fallback' });
+        assert.match(statusTooltip(opened), /^Priced as claude-opus-5-5: this session's model is not in the price table/m);
+        assert.match(statusReport(opened), /^- Priced as \*\*claude-opus-5-5\*\*/m);
         // A first call finds the cache cold: nothing expected from it. The provider says it read most of it.
         await d.client.append('mystery', readThenWrite());
         await d.client.compact('mystery', { at: Date.now() });
         const billed = await d.client.usage({ sessionId: 'mystery', inputTokens: 4000, cacheReadTokens: 3800, cacheWriteTokens: 100, outputTokens: 10 });
         assert.equal(billed.mispredicted, 1, JSON.stringify(billed));
         assert.equal(billed.predicted?.calls, 1);
+        assert.match(statusTooltip(billed), /^Prompt cache not as expected on 1 of 1 model call: /m);
     });
 
     it("cache.prices: every field package.json's schema offers is one the daemon takes; it prices the session as the user's override", async () => {
@@ -361,6 +365,7 @@ describe("the real daemon: the prompt cache's lifetime and the price table", () 
         assert.equal(set.sources['cache.prices'], 'override');
         const s = await d.client.open('mystery');
         assert.deepEqual(s.pricedAs, { model: 'claude-opus-5-5', match: 'override' });
+        assert.doesNotMatch(statusTooltip(s), /Priced as/);
         await rejectsWith(d.client.setOverride('mystery', 'cache.prices', { 'mystery-model-9': { ...row, bogus: 1 } }), ErrorCodes.InvalidParams, /cache\.prices/);
         await d.client.delete('mystery');
     });
