@@ -207,7 +207,7 @@ export interface CacheReport {
     refreshAt?: number | null;
 }
 
-/** A prompt-cache breakpoint's lifetime: the provider's default (five minutes) or an hour. */
+/** A prompt-cache breakpoint's lifetime: the provider's default (`5m`: five minutes at Anthropic) or an hour. */
 export type CacheTtl = '5m' | '1h';
 
 /** What `compact` returns: the history to send to the model, and what was done to it. */

@@ -16,10 +16,10 @@ import { SentCalls } from './sentCalls';
  * The session overrides of every conversation of the chat panel's "· hdcontext" models. Their
  * message breakpoints are Copilot's `cache_control` data parts, which carry only 'ephemeral' (no
  * ttl), and VS Code's language model API has no way to ask a lifetime, nor to make a refresh call
- * of one output token: so these conversations get the provider's five minutes and no refresh
+ * of one output token: so these conversations get the provider's default lifetime and no refresh
  * call, and the daemon must price them so, whatever `hdcontext.cache.ttl` and
- * `hdcontext.cache.refresh` say (those still apply to the daemon's other clients: chat extensions
- * through the API, the proxy).
+ * `hdcontext.cache.refresh` say (those still apply to the daemon's other clients, such as chat
+ * extensions through the API).
  */
 export const TWIN_OVERRIDES: ReadonlyArray<readonly [key: string, value: unknown]> = [
     ['cache.ttl', '5m'],
@@ -28,8 +28,8 @@ export const TWIN_OVERRIDES: ReadonlyArray<readonly [key: string, value: unknown
 
 /**
  * Sets TWIN_OVERRIDES on a session (`history/setOverride`, one key at a time). A daemon older
- * than the prompt cache's lifetime refuses the keys as unknown (-32602): it prices five minutes
- * anyway, so that is no failure (`log` says so); anything else is.
+ * than the prompt cache's lifetime refuses the keys as unknown (-32602): it prices the default
+ * lifetime anyway, so that is no failure (`log` says so); anything else is.
  */
 export async function setTwinOverrides(
     client: Pick<DaemonClient, 'setOverride'>,

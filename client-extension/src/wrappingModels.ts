@@ -5,7 +5,7 @@
  *
  * A request to one: the chat's messages become entries (chatConversion.ts), `history/sync` hands
  * them to the daemon under the conversation's session id (and, once, the session overrides that
- * say it can ask the prompt cache no lifetime but five minutes: chatSessions.TWIN_OVERRIDES),
+ * say it can ask the prompt cache no lifetime but the default: chatSessions.TWIN_OVERRIDES),
  * `history/compact` answers the history to send (a delta from the one this window holds), and
  * that goes to the real model with the request's tools (plus `hdcontext_retrieve`), tool mode and
  * model options. Every part of the real model's answer streams back as it comes. When the daemon cannot start or answer, the
@@ -159,7 +159,7 @@ export class WrappingModels implements vscode.LanguageModelChatProvider, vscode.
         }
         const synced = await client.sync(sessionId, entries, { contextLimit: target.maxInputTokens, model: target.id });
         // The breakpoints below can ask no lifetime, and nothing here makes refresh calls: the
-        // daemon must price this conversation at five minutes, whatever the IDE settings say.
+        // daemon must price this conversation at the default lifetime (5m), whatever the IDE settings say.
         const { chats } = this.host;
         if (chats.needsTwinOverrides(sessionId, synced.forkedAt === null && synced.appended === entries.length)) {
             await setTwinOverrides(client, sessionId, (line) => this.host.log(line));
