@@ -223,7 +223,8 @@ def test_sessions_and_one_session_call_by_call(
 
     one = stats_json(capsys, folder, "--session", "sess-son")["session"]  # the start of an id
     assert one["sessionId"] == "sess-sonnet"
-    calls = one["calls"]
+    assert (one["calls"], one["refreshCalls"]) == (5, 1)
+    calls = one["callDetails"]
     assert [c["kind"] for c in calls] == ["model", "model", "model", "model", "refresh", "model"]
     assert [c["basis"] for c in calls] == [
         "billed",

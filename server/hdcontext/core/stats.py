@@ -503,9 +503,9 @@ def session_json(
     calls: Literal["none", "objects", "series"] = "none",
     day_of: Callable[[int], str] = local_day,
 ) -> dict[str, Any]:
-    """A session's row; with its calls as objects (``--session``) or as the page's compact
-    series (``[seq, at, kind, agent, model, cacheRead, cost, without, basis]``, the newest
-    ``CALLS_KEPT``)."""
+    """A session's row; with its calls as objects (``callDetails``, for ``--session``) or as
+    the page's compact ``series`` (``[seq, at, kind, agent, model, cacheRead, cost, without,
+    basis]`` each, the newest ``CALLS_KEPT``)."""
     f = shown.figures
     price = shown.price
     out: dict[str, Any] = {
@@ -520,9 +520,9 @@ def session_json(
         **f.to_json(),
     }
     if calls == "objects":
-        out["calls"] = [c.to_json(day_of, when) for c in shown.calls]
+        out["callDetails"] = [c.to_json(day_of, when) for c in shown.calls]
     elif calls == "series":
-        out["calls"] = [
+        out["series"] = [
             [
                 c.row.seq,
                 c.row.at,

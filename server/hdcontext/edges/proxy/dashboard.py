@@ -96,14 +96,20 @@ async def _json(request: web.Request) -> web.Response:
     return web.json_response(figures, headers=HEADERS)
 
 
-ALLOWED = web.AppKey("hdcontext_allowed_hosts", frozenset[str])
+@dataclass
+class _Allowed:
+    hosts: frozenset[str] = frozenset()
+    """The ``Host`` values that name the page's server (known once it listens)."""
+
+
+ALLOWED = web.AppKey("hdcontext_allowed_hosts", _Allowed)
 
 
 @web.middleware
 async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
     """The proxy's rules (``guard.refusal``) for the page on its own port."""
     reason = refusal(
-        request.headers.get("Host"), request.headers.get("Origin"), request.app[ALLOWED]
+        request.headers.get("Host"), request.headers.get("Origin"), request.app[ALLOWED].hosts
     )
     if reason is not None:
         log.warning("refused a request: %s", reason)
@@ -115,7 +121,7 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
 async def start_page(dashboard: Dashboard, port: int) -> tuple[web.AppRunner, int]:
     """The page alone on loopback ``port`` (0: a free one): the runner and the port."""
     app = web.Application(middlewares=[_guard])
-    app[ALLOWED] = frozenset()
+    allowed = app[ALLOWED] = _Allowed()
     add_routes(app, dashboard)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
@@ -126,7 +132,7 @@ async def start_page(dashboard: Dashboard, port: int) -> tuple[web.AppRunner, in
         await runner.cleanup()
         raise
     bound = int(runner.addresses[0][1])
-    app[ALLOWED] = allowed_hosts("127.0.0.1", bound)
+    allowed.hosts = allowed_hosts("127.0.0.1", bound)
     return runner, bound
 
 

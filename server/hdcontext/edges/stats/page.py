@@ -90,7 +90,7 @@ _SCRIPT = r"""
     if (v === null || v === undefined) return "\u2013";
     var sign = v < 0 ? "-" : "";
     v = Math.abs(v);
-    if (v > 0 && v < 0.01) return sign + "<$0.01";
+    if (v > 0 && v < 0.005) return sign + "<$0.01";
     return sign + "$" + v.toLocaleString("en-US",
       {minimumFractionDigits: 2, maximumFractionDigits: 2});
   }
@@ -101,6 +101,9 @@ _SCRIPT = r"""
     if (a >= 1e6) return (n / 1e6).toFixed(1) + "M";
     if (a >= 1e4) return Math.round(n / 1e3) + "k";
     return n.toLocaleString("en-US");
+  }
+  function plural(n, noun) {
+    return n.toLocaleString("en-US") + " " + noun + (n === 1 ? "" : "s");
   }
   function percent(ratio) {
     return ratio === null || ratio === undefined ? "" : Math.round((1 - ratio) * 100) + "%";
@@ -168,7 +171,7 @@ _SCRIPT = r"""
 
   function sessionChart(session) {
     var w = 760, h = 240, pad = {top: 10, right: 10, bottom: 28, left: 64};
-    var calls = session.calls || [];
+    var calls = session.series || [];
     var root = svg("svg", {id: "session-chart", viewBox: "0 0 " + w + " " + h, role: "img",
       "aria-label": "each call's input tokens: sent by the agent, sent to the model, "
         + "read from the cache"});
@@ -194,6 +197,11 @@ _SCRIPT = r"""
         r.appendChild(svg("title", {}, title));
         root.appendChild(r);
       });
+      if (refresh) {  // its read covers it: a mark on top says what it was
+        var top = base - Math.max(c[3], c[4], 0) * scale;
+        root.appendChild(svg("rect", {"class": "bar-refresh", x: x, y: top - 4, width: bar,
+          height: 4}));
+      }
       if (i % every === 0) {
         root.appendChild(svg("text", {x: x + bar / 2, y: h - 8, "text-anchor": "middle"},
           String(i + 1)));
@@ -229,8 +237,8 @@ _SCRIPT = r"""
     if (!session) return;
     box.appendChild(el("h2", {"data-testid": "session-title"}, "Session " + session.sessionId));
     box.appendChild(el("div", {"class": "note"}, (session.model || "no model") + " \u00b7 "
-      + session.calls.length + " calls shown" + " \u00b7 " + (session.first || "") + " \u2192 "
-      + (session.last || "")));
+      + plural((session.series || []).length, "call") + " \u00b7 " + (session.first || "")
+      + " \u2192 " + (session.last || "")));
     box.appendChild(legend([["--without", "sent by the agent"], ["--with", "sent to the model"],
       ["--read", "read from the cache"], ["--refresh", "refresh call"]]));
     box.appendChild(sessionChart(session));
@@ -247,25 +255,26 @@ _SCRIPT = r"""
       + " \u00b7 prices of " + data.pricesChecked + " (" + data.currency + ")"));
     var cards = el("div", {"class": "cards"});
     var est = t.estimatedCalls ? "of which " + money(t.estimatedCost) + " estimated ("
-      + t.estimatedCalls + " calls without usage)" : "as billed";
+      + plural(t.estimatedCalls, "call") + " without usage)" : "as billed";
     cards.appendChild(card("Cost with hdcontext", money(t.cost), est, "total-cost"));
     cards.appendChild(card("Without hdcontext", money(t.without),
       "the same calls, nothing taken out", "total-without"));
     cards.appendChild(card("Saved", money(t.saved), t.ratio === null ? "" : percent(t.ratio)
       + " of what it would have cost", "total-saved", "saved"));
     cards.appendChild(card("Model calls", t.calls.toLocaleString("en-US"),
-      t.refreshCalls ? t.refreshCalls + " refresh calls (" + money(t.refreshCost) + ")" : "",
+      t.refreshCalls ? plural(t.refreshCalls, "refresh call") + " (" + money(t.refreshCost) + ")"
+        : "",
       "total-calls"));
     cards.appendChild(card("Input tokens", tokens(t.tokens.agent) + " \u2192 "
       + tokens(t.tokens.model), "sent by the agent \u2192 to the model; "
       + tokens(t.tokens.cacheRead) + " read from the cache", "total-tokens"));
     cards.appendChild(card("Masked outputs", t.maskedOutputs.toLocaleString("en-US"),
-      t.fetchedBack + " fetched back", "total-masked"));
+      t.fetchedBack.toLocaleString("en-US") + " fetched back by the model", "total-masked"));
     root.appendChild(cards);
     if (t.unpricedCalls) {
       var why = t.unpriced.map(function (u) { return u.why; }).join("; ");
-      root.appendChild(el("p", {"class": "note", "data-testid": "unpriced"}, t.unpricedCalls
-        + " calls are shown in tokens only: " + why));
+      root.appendChild(el("p", {"class": "note", "data-testid": "unpriced"},
+        plural(t.unpricedCalls, "call") + " shown in tokens only: " + why));
     }
 
     root.appendChild(el("h2", {}, "Cost per day"));
