@@ -346,7 +346,7 @@ def _notes(console: Console, report: Report, wide: bool) -> None:
             f"hdcontext's own count (input only), {money(t.estimated_cost)}."
         )
     if t.unpriced_calls:
-        reasons = "; ".join(sorted(set(t.unpriced.values())))
+        reasons = "; ".join(sorted({why for _, why in t.unpriced}))
         lines.append(f"{_n(t.unpriced_calls, 'call')} in tokens only: {reasons}.")
     if report.without_records:
         lines.append(

@@ -302,8 +302,8 @@ class Figures:
     fetched: int = 0
     first: int | None = None
     last: int | None = None
-    unpriced: dict[str, str] = field(default_factory=dict)
-    """Model (or "") -> why its calls are in tokens only."""
+    unpriced: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(model or "", why its calls are in tokens only) -> how many calls."""
 
     def add(self, call: CallFigures) -> None:
         refresh = call.row.kind == "refresh"
@@ -317,7 +317,8 @@ class Figures:
         self._seen(call.row.at)
         if call.cost is None or call.without is None:
             self.unpriced_calls += 1
-            self.unpriced.setdefault(call.row.model or "", call.why or "")
+            key = (call.row.model or "", call.why or "")
+            self.unpriced[key] = self.unpriced.get(key, 0) + 1
             return
         self.priced_calls += 1
         self.cost += call.cost
@@ -379,7 +380,10 @@ class Figures:
             "unpricedCalls": self.unpriced_calls,
             "maskedOutputs": self.masked,
             "fetchedBack": self.fetched,
-            "unpriced": [{"model": m or None, "why": w} for m, w in sorted(self.unpriced.items())],
+            "unpriced": [
+                {"model": model or None, "why": why, "calls": n}
+                for (model, why), n in sorted(self.unpriced.items())
+            ],
         }
 
 

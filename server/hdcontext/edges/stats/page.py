@@ -272,7 +272,9 @@ _SCRIPT = r"""
       t.fetchedBack.toLocaleString("en-US") + " fetched back by the model", "total-masked"));
     root.appendChild(cards);
     if (t.unpricedCalls) {
-      var why = t.unpriced.map(function (u) { return u.why; }).join("; ");
+      var why = t.unpriced.map(function (u) { return u.why; }).filter(function (w, i, all) {
+        return all.indexOf(w) === i;
+      }).join("; ");
       root.appendChild(el("p", {"class": "note", "data-testid": "unpriced"},
         plural(t.unpricedCalls, "call") + " shown in tokens only: " + why));
     }
