@@ -233,11 +233,35 @@ def test_a_bad_line_is_a_warning_unless_strict(tmp_path: Path) -> None:
     log = write_log(tmp_path, [*records[:2], '{"type": "user", "mess', *records[2:]])
     run = hdcontext("compact", str(log), "--json")
     assert run.returncode == 0
-    assert run.stderr.startswith("hdcontext: s.jsonl: line 3 is not JSON (")
+    (warning,) = run.stderr.splitlines()
+    assert warning.startswith(f"hdcontext: s.jsonl: skipped 1 of {len(records) + 1} lines (")
+    assert "that are not JSON records: line 3 (the first: line 3 is not JSON (" in warning
     strict = hdcontext("compact", str(log), "--strict")
     assert strict.returncode == 2
     assert strict.stderr.count("\n") == 1
     assert "s.jsonl is not a conversation hdcontext reads: line 3 is not JSON" in strict.stderr
+
+
+def test_the_table_says_when_the_input_was_incomplete(tmp_path: Path) -> None:
+    records = session()
+    lines = [json.dumps(r) for r in records]
+    cut = [line[: len(line) // 2] if n in (2, 4) else line for n, line in enumerate(lines)]
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text("".join(line + "\n" for line in cut), encoding="utf-8")
+    run = hdcontext("compact", str(damaged))
+    assert run.returncode == 0, run.stderr
+    header, incomplete = run.stdout.splitlines()[:2]
+    assert header.startswith("damaged.jsonl: claude-code · ")
+    share = sum(len(cut[n]) + 1 for n in (2, 4)) / damaged.stat().st_size
+    assert incomplete == (
+        f"incomplete input: 2 of {len(lines)} lines ({share:.0%} of the file's bytes) skipped, "
+        "not JSON records; the figures below count what could be read"
+    )
+    warnings = [w for w in run.stderr.splitlines() if "not JSON records" in w]
+    assert len(warnings) == 1 and ": lines 3, 5 (the first: line 3 " in warnings[0]
+    whole = write_log(tmp_path, records, "whole.jsonl")
+    assert "incomplete" not in hdcontext("compact", str(whole)).stdout
+    assert hdcontext("compact", str(damaged), "--strict").returncode == 2
 
 
 def test_sub_agent_threads_are_conversations_of_their_own(tmp_path: Path) -> None:
@@ -421,11 +445,13 @@ def test_a_real_log_with_cut_lines_imports_what_it_still_holds(
     assert main(["compact", str(damaged), "--json"]) == 0
     out, err = capsys.readouterr()
     warnings = err.splitlines()
-    assert [w.split(" is not JSON")[0] for w in warnings[:3]] == [
-        f"hdcontext: {path.name}: line {n}" for n in numbers
-    ]
-    assert len(warnings) == 4, err
-    assert warnings[3].startswith(
+    assert len(warnings) == 2, err  # one for the file's lines, one for the results they lost
+    assert warnings[0].startswith(f"hdcontext: {path.name}: skipped 3 of ")
+    assert (
+        f"that are not JSON records: lines {', '.join(map(str, numbers))} (the first: "
+        in (warnings[0])
+    )
+    assert warnings[1].startswith(
         f"hdcontext: {path.name}: dropped {len(orphans)} tool result(s) whose call is not in "
         "the log, most likely on a line that could not be read ("
     )
