@@ -1,7 +1,13 @@
-"""The ``hdcontext compact`` command, run as a user runs it: the installed console script."""
+"""The ``hdcontext`` command as a user runs it: ``main(argv)``, what the installed console
+script calls, with its exit status, stdout and stderr. Most tests call it in this process (a
+new interpreter per call costs a second of imports and the tokenizer's load, 123 times); the
+installed console script itself runs for ``--version`` and for the exit status 1 of a history
+left over the limit."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import subprocess
@@ -31,10 +37,22 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "session.json"
 
 
-def hdcontext(*args: str) -> subprocess.CompletedProcess[str]:
+def console_script(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed ``hdcontext`` script (else ``python -m hdcontext``), a process of its own."""
     exe = shutil.which("hdcontext", path=str(Path(sys.executable).parent))
     command = [exe] if exe else [sys.executable, "-m", "hdcontext"]
     return subprocess.run([*command, *args], capture_output=True, text=True, timeout=120)
+
+
+def hdcontext(*args: str) -> subprocess.CompletedProcess[str]:
+    """``main(args)`` as the console script runs it (argparse's exits included), in this process."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    return subprocess.CompletedProcess(["hdcontext", *args], code, out.getvalue(), err.getvalue())
 
 
 def test_compact_json_prunes_the_examples_stale_read_and_duplicate_readme() -> None:
@@ -177,7 +195,7 @@ def test_convert_needs_a_target() -> None:
 
 
 def test_version_and_help_say_what_they_should() -> None:
-    version = hdcontext("--version")
+    version = console_script("--version")
     assert version.returncode == 0
     assert version.stdout.strip() == "hdcontext 0.1.0"
     for command in ([], ["compact"], ["convert"]):
@@ -202,7 +220,7 @@ def test_llm_strategy_error_says_what_to_do_instead() -> None:
 
 
 def test_compact_over_the_limit_prints_the_result_and_exits_1() -> None:
-    run = hdcontext("compact", str(EXAMPLE), "--context-limit", "1", "--json")
+    run = console_script("compact", str(EXAMPLE), "--context-limit", "1", "--json")
     assert run.returncode == 1
     assert json.loads(run.stdout)["overLimit"] is True
     assert run.stderr.startswith("hdcontext: session.json: still over the context limit after")
