@@ -466,6 +466,11 @@ def _compact_one(
         return NOT_VALID, None
     if not args.json:
         print(f"{label}: {fmt} · workspace root {root}")
+        if conversation.incomplete is not None:
+            print(
+                f"incomplete input: {conversation.incomplete} skipped, not JSON records; "
+                "the figures below count what could be read"
+            )
         if conversation.system is not None:
             tokens = count_text(conversation.system)
             print(f"system prompt: {tokens:,} tokens, kept aside (not part of the history)")
