@@ -1,15 +1,29 @@
-"""``--progress-by-file``: one line per test file as its last test finishes (what it counted and
-the seconds its tests took, setup and teardown included), instead of pytest's dots, which say
-little over 1,600 tests on two workers. ``make unit`` turns it on. Failures are still reported
-in full at the end."""
+"""What every test shares: a data folder of each pytest worker's own, and ``--progress-by-file``:
+one line per test file as its last test finishes (what it counted and the seconds its tests
+took, setup and teardown included), instead of pytest's dots, which say little over 1,600 tests
+on two workers. ``make unit`` turns it on. Failures are still reported in full at the end."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Iterator
 from typing import Any
 
 import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _data_folder_of_this_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A daemon, proxy or command started without a storage folder uses the default one
+    (platformdirs: ``$XDG_DATA_HOME/hdcontext``). Under ``pytest -n`` the workers run side by
+    side, and one default for all would let one worker's daemon hold another's lock or list its
+    sessions, and would write into the user's own folder: each worker gets its own, under its
+    temporary folder, passed on to every process it starts."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+    yield
+    patch.undo()
+
 
 _RANK = {"passed": 0, "skipped": 1, "xfailed": 1, "xpassed": 1, "error": 2, "failed": 3}
 

@@ -26,6 +26,11 @@ SERVE = [sys.executable, "-m", "hdcontext", "serve"]
 GUARD_S = 20.0
 """How long a test waits for an answer before it calls the daemon hung (a guard, not a
 measurement: answers come in milliseconds)."""
+START_S = 120.0
+"""How long a daemon may take to start before its first answer: a new Python process importing
+pygls, pydantic and aiohttp, about 2 s of CPU, which on a loaded two-core machine (two pytest
+workers beside other work) took over 20 s. Start-up is not what these tests claim anything
+about, so it gets its own, wider, guard; every later answer still has GUARD_S."""
 
 LISTENING = re.compile(r"hdcontext listening on (\S+):(\d+) \(token (in|from) (.+)\)")
 
@@ -48,6 +53,9 @@ class Peer:
     writer: asyncio.StreamWriter | asyncio.subprocess.Process
     notifications: list[dict[str, Any]] = field(default_factory=list)
     next_id: int = 1000
+    started: bool = True
+    """False until a daemon started with this peer has written anything: its first message may
+    take START_S (the process is still importing), not GUARD_S."""
 
     def send_bytes(self, data: bytes) -> None:
         if isinstance(self.writer, asyncio.StreamWriter):
@@ -81,7 +89,9 @@ class Peer:
             message: dict[str, Any] = json.loads(await self.reader.readexactly(length))
             return message
 
-        return await asyncio.wait_for(one(), timeout)
+        message = await asyncio.wait_for(one(), timeout if self.started else max(timeout, START_S))
+        self.started = True
+        return message
 
     async def reply(self, timeout: float = GUARD_S) -> dict[str, Any]:
         """The next answer (a message with no method), answering the daemon's requests."""
@@ -186,7 +196,7 @@ async def stdio_daemon(*args: str, env: dict[str, str] | None = None) -> AsyncIt
     assert proc.stdout is not None and proc.stderr is not None
     stderr = bytearray()
     drain = asyncio.ensure_future(_collect(proc.stderr, stderr))
-    daemon = StdioDaemon(proc, Peer(proc.stdout, proc), stderr)
+    daemon = StdioDaemon(proc, Peer(proc.stdout, proc, started=False), stderr)
     try:
         yield daemon
     finally:
@@ -249,7 +259,7 @@ async def tcp_daemon(
     stderr = bytearray()
     try:
         while True:
-            line = await asyncio.wait_for(proc.stderr.readline(), GUARD_S)
+            line = await asyncio.wait_for(proc.stderr.readline(), START_S)
             assert line, f"the daemon ended before listening: {stderr.decode(errors='replace')}"
             stderr.extend(line)
             found = LISTENING.search(line.decode("utf-8", "replace"))

@@ -29,11 +29,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from .jsonish import JSON, ODD, Raw, write_json
-from .raw import SERVE, frame
+from .raw import GUARD_S, SERVE, START_S, frame
 
 EXAMPLES = int(os.environ.get("HDCONTEXT_FUZZ_EXAMPLES", "400"))
 LIMIT = 65536
-GUARD_S = 10.0
 KEEP = "keep"
 
 METHODS = [
@@ -125,18 +124,18 @@ class Fuzzed:
             reply = {"result": None}
         self.write(frame(json.dumps({"jsonrpc": "2.0", "id": message["id"], **reply}).encode()))
 
-    def request(self, method: str, params: Any) -> dict[str, Any]:
+    def request(self, method: str, params: Any, guard: float = GUARD_S) -> dict[str, Any]:
         msg_id = f"ping-{next(self.ids)}"
         body = {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}
         self.write(frame(json.dumps(body).encode()))
-        return self.wait_for({msg_id})[msg_id]
+        return self.wait_for({msg_id}, guard)[msg_id]
 
-    def wait_for(self, ids: set[Any]) -> dict[Any, dict[str, Any]]:
-        """The answers to ``ids``, failing on a death or a hang."""
+    def wait_for(self, ids: set[Any], guard: float = GUARD_S) -> dict[Any, dict[str, Any]]:
+        """The answers to ``ids``, failing on a death or a hang (nothing for ``guard`` s)."""
         found: dict[Any, dict[str, Any]] = {}
         while ids - set(found):
             try:
-                message = self.inbox.get(timeout=GUARD_S)
+                message = self.inbox.get(timeout=guard)
             except queue.Empty:
                 missing = sorted(map(str, ids - set(found)))
                 raise AssertionError(f"hung: no answer to {missing}") from None
@@ -187,6 +186,7 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzzed]:
             "capabilities": {},
             "initializationOptions": {"storageDir": str(storage)},
         },
+        guard=START_S,  # the process is still starting: see raw.START_S
     )
     assert "result" in init, init
     client.write(frame(b'{"jsonrpc":"2.0","method":"initialized","params":{}}'))

@@ -11,8 +11,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from .harness import call_ids, read_pair, start_daemon, text
-from .raw import SERVE, ended, stdio_daemon
+from .raw import SERVE, START_S, ended, stdio_daemon
 
 DB = "hdcontext.sqlite3"
 
@@ -128,7 +130,7 @@ async def test_a_second_daemon_on_the_folder_is_refused_and_the_first_keeps_ever
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
-        _, stderr = await asyncio.wait_for(proc.communicate(), 30)
+        _, stderr = await asyncio.wait_for(proc.communicate(), START_S)
         assert proc.returncode == 3
         assert f"in use by another hdcontext daemon (pid {first.pid})" in stderr.decode()
         transcript = await first.call("history/get", {"sessionId": "s", "view": "transcript"})
@@ -215,3 +217,22 @@ async def test_a_session_missing_its_last_transcript_rows_opens_too(storage: Pat
         await d.call("history/append", {"sessionId": "s", "entries": [text("human", "d")]})
         transcript = await d.call("history/get", {"sessionId": "s", "view": "transcript"})
         assert [e["blocks"][0]["text"] for e in transcript["entries"]] == ["a", "b", "d"]
+
+
+async def test_a_daemon_given_no_folder_writes_in_this_workers_own(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """tests/conftest.py gives each pytest worker its own default data folder: without it, the
+    workers' daemons would share the user's (and its lock) when a test names no folder."""
+    async with stdio_daemon() as d:
+        answer = await d.peer.request(
+            "initialize", {"processId": None, "rootUri": None, "capabilities": {}}
+        )
+        assert "result" in answer, answer
+        d.peer.notify("initialized", {})
+        await d.peer.call("history/open", {"sessionId": "here"})
+        listed = await d.peer.call("history/list")
+    assert [s["sessionId"] for s in listed["sessions"]] == ["here"]
+    own = Path(os.environ["XDG_DATA_HOME"])
+    assert own.is_relative_to(tmp_path_factory.getbasetemp())  # this worker's, popen-gwN/
+    assert any((own / "hdcontext").iterdir())

@@ -14,6 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 _LISTENING = re.compile(r"listening on (http://\S+) ")
+START_S = 120.0
+"""How long the proxy may take to listen: a new Python process importing aiohttp, pydantic and
+the daemon, about 2 s of CPU, far longer on a loaded two-core machine. A guard, not a
+measurement."""
 
 
 @dataclass
@@ -57,7 +61,8 @@ async def proxy_process(storage: Path, *args: str) -> AsyncIterator[ProxyProcess
     running = ProxyProcess(process)
     reader = asyncio.ensure_future(_read(running))
     try:
-        for _ in range(600):
+        deadline = asyncio.get_running_loop().time() + START_S
+        while asyncio.get_running_loop().time() < deadline:
             found = next((m for line in running.lines if (m := _LISTENING.search(line))), None)
             if found is not None:
                 running.url = found.group(1)
