@@ -426,3 +426,20 @@ def test_a_folder_held_by_a_running_daemon_is_read_without_its_lock(folder: Path
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["totals"]["calls"] == 8
     assert unchanged
+
+
+def test_the_command_lines_parser_loads_neither_rich_nor_aiohttp() -> None:
+    """Every command builds the stats parser, ``hdcontext serve`` included: the daemon an
+    editor starts would pay for both (a tenth of its start-up) and use neither."""
+    probe = "import sys, hdcontext.cli.main; print(sorted({'rich', 'aiohttp'} & set(sys.modules)))"
+    command = [sys.executable, "-c", probe]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_pages_default_port_is_the_dashboards() -> None:
+    from hdcontext.cli.stats import DEFAULT_PORT
+    from hdcontext.edges.proxy.dashboard import DEFAULT_PORT as DASHBOARD_PORT
+
+    assert DEFAULT_PORT == DASHBOARD_PORT

@@ -22,11 +22,7 @@ import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
-
-from rich import box
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from ..core.cache.prices import PRICES_CHECKED
 from ..core.stats import (
@@ -41,10 +37,19 @@ from ..core.stats import (
     session_json,
     sessions_by_last,
 )
-from ..edges.proxy.dashboard import DEFAULT_PORT, Dashboard, serve_page
 from ..edges.stats.report import StatsError, read
 from ..edges.storage.store import PRIVATE_UMASK
 from .sessions import parse_duration
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+# rich (the tables) and aiohttp (the page) are imported where they are used: every command
+# builds this parser, ``hdcontext serve`` included, and the daemon an editor or a test starts
+# would otherwise load both for nothing (0.3 s of its 2.3 s of CPU to start).
+DEFAULT_PORT = 8788
+"""The page's port (``edges/proxy/dashboard.py`` has the same; a test keeps them equal)."""
 
 OK = 0
 BAD_INPUT = 2
@@ -198,12 +203,16 @@ def main(args: argparse.Namespace, default_storage: Path) -> int:
         if args.json or args.sessions or args.session:
             _say("--serve shows every session on its page: without --json, --sessions, --session")
             return BAD_INPUT
+        from ..edges.proxy.dashboard import Dashboard, serve_page
+
         dashboard = Dashboard(folder, lambda: prices, since, args.since)
         return serve_page(dashboard, args.port)
     report = found.report
     if args.json:
         print(json.dumps(_as_json(report, folder, args, found.session_id), ensure_ascii=False))
         return OK
+    from rich.console import Console
+
     console = Console(highlight=False, soft_wrap=False)
     if found.session_id is not None:
         _show_session(console, report, found.session_id, folder)
@@ -268,6 +277,9 @@ def _cost_cell(f: Figures) -> str:
 
 
 def _table(first: str) -> Table:
+    from rich import box
+    from rich.table import Table
+
     table = Table(
         box=box.SIMPLE_HEAD,
         show_edge=False,
