@@ -1,12 +1,12 @@
 """Claude Code's CLI for the proxy's end-to-end test, installed once into a cache folder.
 
 ``@anthropic-ai/claude-code`` at a pinned version, from the npm registry, into
-``~/.cache/hdcontext-e2e/claude-code-<version>`` (384 MB: npm brings the native binary for
-this platform as an optional package), by ``make claude-cli`` (``python -m
-tests.proxy.claude_cli``), which ``make test`` runs before pytest and which says what, how
-big and where before it installs. The test only uses it: it is skipped with a reason when
-``HDC_SKIP_EDITOR_TESTS=1`` (no install at all) or when the CLI is not installed (npm missing,
-the registry unreachable, or pytest run without ``make``).
+``~/.cache/hdcontext-e2e/claude-code-<version>`` (``$HDCONTEXT_E2E_HOME`` when set; 384 MB:
+npm brings the native binary for this platform as an optional package), by ``make
+claude-cli`` (``python -m tests.proxy.claude_cli``), which ``make test`` runs before pytest
+and which says what, how big and where before it installs. The test only uses it: it is
+skipped with a reason when ``HDC_SKIP_EDITOR_TESTS=1`` (no install at all) or when the CLI is
+not installed (npm missing, the registry unreachable, or pytest run without ``make``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,11 @@ from pathlib import Path
 
 VERSION = "2.1.332"
 PACKAGE = f"@anthropic-ai/claude-code@{VERSION}"
-CACHE = Path(os.environ.get("HDC_E2E_CACHE", Path.home() / ".cache" / "hdcontext-e2e"))
+CACHE = Path(
+    os.environ.get("HDCONTEXT_E2E_HOME")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hdcontext-e2e"
+)
+"""Where setup.sh and codeServer.ts keep Node 24 and code-server: the same rule, one folder."""
 INSTALL_TIMEOUT_S = 900
 SIZE = "384 MB"
 
