@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 
 # The test tools on top: pytest and its plugins, hypothesis, mypy, ruff, the openai client.
 $(DEV): $(STAMP)
-	@echo "setup: the test tools into $(VENV)/ (pytest, pytest-xdist, hypothesis, mypy, ruff, openai…; about 150 MB more), from PyPI"
+	@echo "setup: the test tools into $(VENV)/ (pytest, pytest-xdist, hypothesis, mypy, ruff, the openai and anthropic clients, playwright…; about 280 MB more, playwright 170 of them), from PyPI"
 	$(BIN)/python -m pip install --disable-pip-version-check -e '.[dev]'
 	touch $(DEV)
 
@@ -67,11 +67,13 @@ claude-cli:
 	@$(PYTHON) -m tests.proxy.claude_cli
 
 # pytest on every core (`-n auto`: one worker a core, pytest-xdist); a line per test file as it
-# finishes (tests/conftest.py). PYTEST_WORKERS=0 runs it in one process.
+# finishes (tests/conftest.py), and the ten slowest tests at the end, where the time goes.
+# PYTEST_WORKERS=0 runs it in one process.
 PYTEST_WORKERS ?= auto
 unit: $(DEV) nvim claude-cli
 	$(STAGE): pytest, $(PYTEST_WORKERS) workers
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --progress-by-file -o console_output_style=classic
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --progress-by-file -o console_output_style=classic \
+	  --durations=10
 
 # make test: what the checks need installs from the start, side by side (the virtual
 # environment, Debian packages, Claude Code's CLI, the extension's npm packages, Node 24 and
