@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the editor tests need, once; a second run installs nothing:
-#   - Debian packages, system-wide: chromium (driven headless by playwright-core), the build
-#     libraries that code-server's native modules compile against, and neovim (the daemon's
+#   - Debian packages, system-wide: chromium (driven headless by playwright-core), the compiler
+#     and libraries that code-server's native modules build with, and neovim (the daemon's
 #     Neovim client test, in pytest);
 #   - Node 24 (npm package node-linux-<arch>), which code-server 4.139 needs, and
 #   - code-server 4.139.1 (VS Code 1.139 in a browser),
@@ -36,7 +36,9 @@ NODE_HOME=$NODE_DIR/node_modules/$NODE_PKG
 CS_DIR=$E2E_HOME/code-server-$CS_VERSION
 CS_BIN=$CS_DIR/node_modules/.bin/code-server
 
-APT_PACKAGES=(chromium libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev pkg-config neovim)
+# g++ and make: node-gyp builds code-server's native modules with them (a machine with only
+# Python, Node and npm may not have them; where they are, nothing is installed).
+APT_PACKAGES=(chromium g++ make libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev pkg-config neovim)
 missing=()
 [ "$PHASE" = editor ] && APT_PACKAGES=()
 for pkg in "${APT_PACKAGES[@]}"; do
