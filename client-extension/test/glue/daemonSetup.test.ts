@@ -41,7 +41,9 @@ function host(storageDir: string, bundleDir: string, extensionVersion = '0.1.0')
 
 const marker = (storageDir: string) => JSON.parse(fs.readFileSync(path.join(storageDir, 'daemon-env', 'hdcontext-env.json'), 'utf8')) as { createdAt: string; key: string };
 
-describe("Daemon: its own environment, when no interpreter can import hdcontext", { timeout: 180000 }, () => {
+// A guard against a hang, not a measurement: each test makes a real environment (venv, pip), and
+// the suite took over 180 s on two cores shared with other work.
+describe("Daemon: its own environment, when no interpreter can import hdcontext", { timeout: 600000 }, () => {
     const savedEnv = { ...process.env };
     const daemons: Daemon[] = [];
     const make = (h: DaemonHost) => {

@@ -190,7 +190,8 @@ describe('activate() without hdcontext', () => {
         // Changing hdcontext.server.pythonPath restarts it: now it runs.
         state.config['hdcontext.server.pythonPath'] = VENV_PYTHON;
         changeConfiguration(['hdcontext.server.pythonPath']);
-        await until(() => item().text === '$(layers) hdcontext', 'running after the fix');
+        // A daemon starting (Python importing pygls): over 10 s on a loaded machine.
+        await until(() => item().text === '$(layers) hdcontext', 'running after the fix', 120000);
         assert.equal((await api.open('x')).sessionId, 'x');
         ctx.subscriptions.forEach((d) => d.dispose());
     });
