@@ -198,6 +198,9 @@ class Session:
         # costs what it adds (it catches up through the history's journal).
         self._density = DensityEngine()
         self._cache = CacheState()
+        self._told_waiting: Waiting = "unknown"
+        """What the client said the last call's answer waits on, when it appends no answer
+        (the proxy: the answer's stop reason). Not stored: a restart forgets it."""
         self._savings = Savings()  # what each waiting edit saves, counted once
         self._lineage = Lineage()  # the conversation as history/sync last saw it
         self._calls: list[CallEvent] = []  # noted since the edge last saved them
@@ -676,6 +679,7 @@ class Session:
             expected=_expected(bill),
         )
         history.mark_stable()
+        self._told_waiting = "unknown"  # a new call: what ended the last one is past
         self._note_call(bill, refresh=False)
         report = CacheReport(
             pricing=pricing.name,
@@ -843,13 +847,19 @@ class Session:
             bill=bill,
         )
 
+    def note_waiting(self, waiting: Waiting) -> None:
+        """The last call's answer, as a client that does not append it saw it end: calling
+        a tool (``tool``) or answering (``person``). A refresh decision uses it."""
+        self._told_waiting = waiting
+
     def _waiting(self) -> Waiting:
         """What the idle session waits on, from what the client appended since the last call:
-        the model's answer calling a tool (``tool``), or answering (``person``)."""
+        the model's answer calling a tool (``tool``), or answering (``person``); else what the
+        client said of it (``note_waiting``)."""
         history = self.history
         since = self._cache.reply.raw_len
         if len(history.raw) <= since:
-            return "unknown"
+            return self._told_waiting
         entry = history.raw[-1]
         if entry.speaker != "ai":
             return "unknown"

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from ...core.cache.rhythm import Waiting
 from ...core.compression.types import CompressionError, SummarizerError
 from ...core.content import Block, IContent, entries_json
 from ...core.replies import Status, SyncReply
@@ -297,13 +298,22 @@ class Daemon:
         except SettingError as err:
             raise invalid_params([f"contextLimit: {err}"]) from None
 
-    async def usage(self, raw: object, *, write_1h_tokens: int | None = None) -> dict[str, Any]:
+    async def usage(
+        self,
+        raw: object,
+        *,
+        write_1h_tokens: int | None = None,
+        waiting: Waiting = "unknown",
+    ) -> dict[str, Any]:
         """``history/usage``. ``write_1h_tokens``: of the cache writes, those made for an
         hour, from an edge that read them in the provider's answer (the proxy); not on the
-        wire, whose ``cacheWriteTokens`` has no lifetime."""
+        wire, whose ``cacheWriteTokens`` has no lifetime. ``waiting``: what the answer left
+        the session waiting on, from how it ended (the proxy appends no answer)."""
         p = parse_params(UsageParams, raw)
         async with self.registry.lock(p.session_id):
             session = await self.registry.get(p.session_id)
+            if waiting != "unknown":
+                session.note_waiting(waiting)
             check = await self.registry.commit(
                 session,
                 lambda: session.record_usage(

@@ -278,6 +278,7 @@ class Compactor:
         await self.daemon.usage(
             billed.params(session_id, now_ms() if at is None else at),
             write_1h_tokens=billed.cache_write_1h_tokens,
+            waiting=billed.waits_on,
         )
 
 
