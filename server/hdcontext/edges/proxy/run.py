@@ -135,6 +135,17 @@ class Proxy:
             self._runner = None
 
 
+def proxy_settings(cache_ttl: str = "auto", keep_warm: bool = False) -> IdeSettings:
+    """The settings of the sessions the proxy opens: no editor sends any, so these are the
+    proxy's options (``--cache-ttl``, ``--keep-warm``); a session's own overrides (an agent
+    that asks an hour) come on top."""
+    settings = IdeSettings()
+    errors = settings.set_initial({"cache": {"ttl": cache_ttl, "refresh": keep_warm}})
+    if errors:
+        raise ValueError("; ".join(str(e) for e in errors))
+    return settings
+
+
 def storage_notice(storage: Path, retention: Retention, setting: str = "--retention-days N") -> str:
     """What the first start in a storage folder says about what the proxy keeps there."""
     return (
@@ -158,6 +169,8 @@ def serve_proxy(
     bound_s: float,
     context_limit: int | None = None,
     retention: Retention | None = None,
+    cache_ttl: str = "auto",
+    keep_warm: bool = False,
 ) -> int:
     """``hdcontext proxy`` until interrupted; its exit code."""
     memory.configure()
@@ -184,7 +197,17 @@ def serve_proxy(
         print(storage_notice(storage, kept), file=sys.stderr, flush=True)
     try:
         return asyncio.run(
-            _serve(host, port, storage, anthropic, openai, bound_s, context_limit, kept)
+            _serve(
+                host,
+                port,
+                storage,
+                anthropic,
+                openai,
+                bound_s,
+                context_limit,
+                kept,
+                proxy_settings(cache_ttl, keep_warm),
+            )
         )
     except KeyboardInterrupt:
         return 0
@@ -199,8 +222,9 @@ async def _serve(
     bound_s: float,
     context_limit: int | None,
     retention: Retention,
+    settings: IdeSettings | None = None,
 ) -> int:
-    daemon = Daemon(_NoEditor(), storage, IdeSettings(), retention=retention)
+    daemon = Daemon(_NoEditor(), storage, settings or IdeSettings(), retention=retention)
     try:
         await daemon.start()
     except StoreError as exc:
