@@ -534,7 +534,10 @@ class Session:
         bound = binds_thinking(self.model)
         if compression_waits(turn, bound):  # thinking.py, rule 1: it waits for the turn's end
             return CompressionReport(
-                strategy=strategy.name, tokens_before=before, tokens_after=before
+                strategy=strategy.name,
+                tokens_before=before,
+                tokens_after=before,
+                transcript_path=None,
             )
         llm = strategy.requires_llm
         transcript_path: str | None = None
