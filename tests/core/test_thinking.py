@@ -173,6 +173,9 @@ def test_the_latest_turn_is_the_last_run_of_the_models_entries() -> None:
     assert latest_turn(blobs(ended)) == Turn(7, 8, calls=False, thinks=True)
     two = [human("x"), ai(think(1)), ai(call("c", "Bash", {})), tool_result("c", "Bash")]
     assert latest_turn(blobs(two)) == Turn(1, 3, calls=True, thinks=True)
+    # An empty answer is not shown to the model: the turn before it still goes on.
+    blank = [*two, ai(TextBlock(text=" "))]
+    assert latest_turn(blobs(blank)) == Turn(1, 3, calls=True, thinks=True)
     assert latest_turn(blobs([human("x")])) is None
     assert latest_turn(blobs([human("x"), ai(call("c", "Bash", {}))])) == Turn(1, 2, True, False)
 

@@ -628,7 +628,7 @@ class Session:
                 extra, chosen = self._optimize(r, self._scheduler(r, call, True))
                 density = _merge_density(density, extra)
                 applied += chosen.apply
-                waiting = ()
+                waiting = chosen.wait  # only what thinking.py holds: the rest applied
                 steps.append(Step("emergency-optimize", extra.tokens_before, extra.tokens_after))
             again = await self._compress(strategy, r)
             compression = _merge_compression(compression, again)

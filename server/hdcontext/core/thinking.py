@@ -54,7 +54,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from .content import IContent, ThinkingBlock, ToolCallBlock, entry_from_json
+from .content import IContent, ThinkingBlock, ToolCallBlock, entry_from_json, is_empty_ai
 from .stored import Blob
 
 _AI = b'{"speaker":"ai"'
@@ -98,9 +98,13 @@ def _is_ai(blob: Blob) -> bool:
 
 
 def latest_turn(blobs: Sequence[Blob]) -> Turn | None:
-    """The model's latest message in a working view (its entries as stored), or ``None``."""
+    """The model's latest message in a working view (its entries as stored), or ``None``: the
+    last ``ai`` entry a request shows (an empty answer is left out of it) and the ``ai`` entries
+    right before it (the exporters write them as one message, or the provider reads them so)."""
     stop = len(blobs)
-    while stop > 0 and not _is_ai(blobs[stop - 1]):
+    while stop > 0 and not (
+        _is_ai(blobs[stop - 1]) and not is_empty_ai(entry_from_json(blobs[stop - 1]))
+    ):
         stop -= 1
     if stop == 0:
         return None
