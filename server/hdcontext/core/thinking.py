@@ -13,18 +13,26 @@ What the provider says (Anthropic, 2026; read for this module):
   the thinking already after it, and only that: thinking before it, and thinking the model
   writes afterwards, stay valid. Code that trims, folds or summarizes earlier turns is told to
   let the API write the summary, or to remove the thinking from the turns it keeps.
-- "Fix a thinking block bound to a different conversation" (same folder,
-  ``fix-bound-to-a-different-conversation``): a failed check is a 400 ("Invalid `signature` in
-  `thinking` block. The block is bound to a different conversation") or, depending on the model
-  and the account (the prefix-check page's outcomes; "What's new in Claude Fable 5.2": every
-  account on Fable 5.2 and Mythos 5.2, accounts created from 2026-08-31 on Fable 5.1), a silent
-  drop of the block and every later one. Sending the request again cannot help; the way out is
-  ``thinking.block_binding.prefix_mismatch_behavior: "drop_block"`` (beta header
-  ``thinking-binding-controls-2026-08-01``), which costs the reasoning: hdcontext never needs it.
+- "Preserved thinking" (same folder, its index page) and "What's new in Claude Fable 5.2"
+  (``models/fable-5-2/whats-new-fable-5-2``): the prefix check is enforced by default on
+  accounts created from 2026-08-31 00:00 UTC on; on older accounts only for a request that sets
+  ``thinking.block_binding.prefix_mismatch_behavior``; and on Fable 5.2 and Mythos 5.2 (and
+  Mythos 5.1 on the platforms that page lists) on every account. Enforced, a failed check is a
+  400 ("Invalid `signature` in `thinking` block. The block is bound to a different
+  conversation": "Fix a thinking block bound to a different conversation",
+  ``fix-bound-to-a-different-conversation``), unless the request sets ``"drop_block"`` (beta
+  header ``thinking-binding-controls-2026-08-01``): the API then drops that block and every
+  later one, silently. So the same edit can pass on one account and fail on another. Sending
+  the request again cannot help. hdcontext never needs the drop (it costs the model its
+  reasoning), and never sets it: the agent's request is its own.
 - On every thinking model, while the model's latest message has tool calls the request answers
   (its tool use goes on), that message's thinking blocks must come back exactly as they came.
 
-So, as hdcontext applies it (``Session``, at each compaction):
+So, as hdcontext applies it (``Session``, at each compaction). Whether the session's model
+binds its thinking is its price-table row's ``bound_thinking`` (``prices.binds_thinking``): a
+Claude name the table lacks, or a session that never named its model, takes Anthropic's
+fallback row, which binds (being wrong that way costs savings; the other way, refused requests).
+A thinking block is any ``ThinkingBlock`` of an ``ai`` entry, signed, redacted or neither.
 
 1. **The latest turn is never touched while its tool use goes on.** The model's latest message
    (``latest_turn``: the last run of ``ai`` entries of the working view) continues as long as it
