@@ -47,6 +47,7 @@ def test_every_protocol_key_has_its_default() -> None:
         "cache.readCost",
         "cache.writeCost",
         "cache.maxBreakpoints",
+        "cache.prices",
         "cache.ttl",
         "cache.refresh",
         "cache.refreshIdleSeconds",

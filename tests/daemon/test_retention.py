@@ -99,12 +99,16 @@ async def test_a_deleted_session_leaves_nothing_in_the_file(daemon: Daemon) -> N
     await store_session(daemon, "gone", SECRET)
     await store_session(daemon, "kept", KEPT)
 
-    # A table of per-call figures as a later version may add: covered without being listed.
+    # A table a later version may add: covered without being listed.
     def add_table(db: sqlite3.Connection) -> None:
-        db.execute("CREATE TABLE calls (session_id TEXT NOT NULL, note TEXT)")
-        db.execute("INSERT INTO calls VALUES ('gone', ?), ('kept', ?)", (SECRET, KEPT))
+        db.execute("CREATE TABLE later_figures (session_id TEXT NOT NULL, note TEXT)")
+        db.execute("INSERT INTO later_figures VALUES ('gone', ?), ('kept', ?)", (SECRET, KEPT))
+
+    def calls_of(db: sqlite3.Connection) -> list[str]:
+        return [str(sid) for (sid,) in db.execute("SELECT session_id FROM calls ORDER BY 1")]
 
     await daemon.store._run(add_table)
+    assert await daemon.store._run(calls_of) == ["gone", "kept"]  # each one's model call
     transcript = daemon.store.transcript_path("gone")
     assert transcript.is_file()
     assert SECRET.encode() in on_disk(storage)
@@ -116,6 +120,7 @@ async def test_a_deleted_session_leaves_nothing_in_the_file(daemon: Daemon) -> N
     assert (storage / f"{DB_NAME}-wal").stat().st_size == 0
     listed = await daemon.list({})
     assert [s["sessionId"] for s in listed["sessions"]] == ["kept"]
+    assert await daemon.store._run(calls_of) == ["kept"]  # hdcontext stats' rows went too
     session = await daemon.registry.get("kept")
     assert len(session.history.transcript) == 4
 

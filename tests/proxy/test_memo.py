@@ -16,6 +16,7 @@ from hdcontext.edges.proxy.anthropic import AnthropicApi
 from hdcontext.edges.proxy.api import Api
 from hdcontext.edges.proxy.compactor import Seen, _take
 from hdcontext.edges.proxy.openai import OpenAiApi
+from tests.examples import examples
 
 CC = {"type": "ephemeral"}
 
@@ -76,7 +77,7 @@ def mark_last(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("api", [AnthropicApi(), OpenAiApi()], ids=["anthropic", "openai"])
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     turns=st.lists(st.integers(min_value=1, max_value=3), min_size=1, max_size=6),
     grow=st.lists(st.integers(min_value=1, max_value=3), max_size=3),

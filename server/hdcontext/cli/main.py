@@ -1,6 +1,6 @@
 """The ``hdcontext`` command line: ``compact`` a conversation file, ``convert`` it between
 formats, ``serve`` the daemon, run the ``proxy``, see and delete stored ``sessions``
-(``sessions.py``).
+(``sessions.py``), see what the calls cost and saved (``stats``, ``stats.py``).
 
 Whatever it prints or writes is provider-valid (``core.validity``), or it exits non-zero
 with one line that says why; its exit codes are in ``EXIT_CODES``, shown by ``--help``.
@@ -33,6 +33,8 @@ from ..formats.importers import ALL, AUTO, load, load_threads
 from .sessions import add_parser as add_sessions
 from .sessions import main as sessions_main_with
 from .sessions import retention_days
+from .stats import add_parser as add_stats
+from .stats import main as stats_main_with
 
 OK = 0
 OVER_LIMIT = 1
@@ -265,6 +267,7 @@ def _parser() -> argparse.ArgumentParser:
         "the upstream's answer (status, time, usage). Never content, headers or keys",
     )
     add_sessions(sub, default_storage(), _Formatter)
+    add_stats(sub, default_storage(), _Formatter)
     return parser
 
 
@@ -463,6 +466,11 @@ def _compact_one(
         return NOT_VALID, None
     if not args.json:
         print(f"{label}: {fmt} · workspace root {root}")
+        if conversation.incomplete is not None:
+            print(
+                f"incomplete input: {conversation.incomplete} skipped, not JSON records; "
+                "the figures below count what could be read"
+            )
         if conversation.system is not None:
             tokens = count_text(conversation.system)
             print(f"system prompt: {tokens:,} tokens, kept aside (not part of the history)")
@@ -586,6 +594,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return proxy_main(args)
     if args.command == "sessions":
         return sessions_main(args)
+    if args.command == "stats":
+        return stats_main_with(args, default_storage())
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -24,6 +24,7 @@ from .cache.refresh import REFRESH_PLAIN_TOKENS, long_pays, next_refresh
 from .cache.rhythm import Waiting
 from .cache.savings import Savings
 from .cache.schedule import Candidate, Plan, everything
+from .calls import BilledUsage, CallEvent, CallMade, Retrieved, UsageReported
 from .compression.factory import get_strategy
 from .compression.prompts import COMPRESSION_PROMPT
 from .compression.types import (
@@ -141,6 +142,8 @@ class SessionSnapshot:
 
     history: HistorySnapshot
     state: SessionState
+    calls: int = 0
+    """How many call events were waiting to be saved (``take_calls``)."""
 
 
 @dataclass(frozen=True)
@@ -199,6 +202,7 @@ class Session:
         self._cache = CacheState()
         self._savings = Savings()  # what each waiting edit saves, counted once
         self._lineage = Lineage()  # the conversation as history/sync last saw it
+        self._calls: list[CallEvent] = []  # noted since the edge last saved them
 
     # -- settings ------------------------------------------------------------------------
 
@@ -310,12 +314,33 @@ class Session:
         cache_read_tokens: int | None = None,
         cache_write_tokens: int | None = None,
         output_tokens: int | None = None,
+        *,
+        at: int | None = None,
+        write_1h_tokens: int | None = None,
     ) -> UsageCheck | None:
         """``history/usage``: add a call's bill to the totals, and hold it against what the
         daemon expected of that call (``UsageCheck``, when it expected anything). A call that
         neither read nor wrote the cache says the provider is not caching this conversation:
-        the schedule then treats the cache as cold (nothing cached can be lost)."""
+        the schedule then treats the cache as cold (nothing cached can be lost).
+
+        The bill is noted for ``hdcontext stats`` too (``take_calls``), as the usage of the
+        call just made when that call waits for it; ``write_1h_tokens`` is the part of the
+        cache writes made for an hour, when the client knows it (the proxy does)."""
         cache = self._cache
+        self._calls.append(
+            UsageReported(
+                at=self._clock() if at is None else at,
+                model=self.model,
+                attached=cache.expected is not None,
+                billed=BilledUsage(
+                    input=input_tokens,
+                    read=cache_read_tokens or 0,
+                    write=cache_write_tokens or 0,
+                    write_1h=write_1h_tokens,
+                    output=output_tokens or 0,
+                ),
+            )
+        )
         usage = cache.usage
         read = cache_read_tokens or 0
         write = cache_write_tokens or 0
@@ -359,8 +384,26 @@ class Session:
 
     def retrieve(self, call_id: str) -> tuple[ToolCallBlock | None, ToolResponseBlock]:
         """A tool call and its latest response as they were appended (KeyError if no
-        response has that id)."""
+        response has that id). Changes nothing: ``note_retrieved`` counts it."""
         return find_call(self.history.transcript_json, call_id)
+
+    def note_retrieved(self, at: int | None = None) -> None:
+        """Something density took out was fetched back (``history/retrieve``): how often
+        that happens says whether masking takes what the model still needs."""
+        self._calls.append(Retrieved(self._clock() if at is None else at))
+
+    # -- what the edge keeps of each call -------------------------------------------------
+
+    def take_calls(self) -> list[CallEvent]:
+        """The call events noted since the last time (``calls.py``), for the edge to save
+        with the session; they are forgotten here. A rolled-back change takes its own back
+        (``restore``)."""
+        taken, self._calls = self._calls, []
+        return taken
+
+    def _note_call(self, bill: CallBill | None, refresh: bool) -> None:
+        if bill is not None:
+            self._calls.append(CallMade(bill.at, refresh, self.model, bill, self.masked_outputs))
 
     def note_write(self, path: str, when: int | None = None) -> None:
         """A file written outside the history (disk, didSave). ``path`` is already resolved."""
@@ -678,6 +721,7 @@ class Session:
             expected=_expected(bill),
         )
         history.mark_stable()
+        self._note_call(bill, refresh=False)
         report = CacheReport(
             pricing=pricing.name,
             stable_prefix=history.curated_index(stable),
@@ -804,6 +848,7 @@ class Session:
         if end > max(mark.raw_len, mark.held_len):
             mark = replace(mark, held_len=end)
         self._cache = replace(self._cache, prompt=after, reply=mark, expected=_expected(bill))
+        self._note_call(bill, refresh=True)
         curated = history.curated()[: history.curated_index(end)]
         return self._refresh_reply(r, pricing, curated, placed, bill, at, read)
 
@@ -864,12 +909,13 @@ class Session:
     def snapshot(self) -> SessionSnapshot:
         """The session as it is now, for ``restore`` (cheap: the history's lists are taken
         by reference and length)."""
-        return SessionSnapshot(self.history.snapshot(), self.export_state())
+        return SessionSnapshot(self.history.snapshot(), self.export_state(), len(self._calls))
 
     def restore(self, snap: SessionSnapshot) -> None:
         """Put the session back as it was at ``snap`` (the one rollback path)."""
         self.history.restore_snapshot(snap.history)
         self.import_state(snap.state)
+        del self._calls[snap.calls :]
         # Keys and transcript places of entries rolled back will be given again.
         self._savings.forget()
         self._lineage.forget_after(len(self.history.transcript_json))

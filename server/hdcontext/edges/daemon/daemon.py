@@ -297,14 +297,22 @@ class Daemon:
         except SettingError as err:
             raise invalid_params([f"contextLimit: {err}"]) from None
 
-    async def usage(self, raw: object) -> dict[str, Any]:
+    async def usage(self, raw: object, *, write_1h_tokens: int | None = None) -> dict[str, Any]:
+        """``history/usage``. ``write_1h_tokens``: of the cache writes, those made for an
+        hour, from an edge that read them in the provider's answer (the proxy); not on the
+        wire, whose ``cacheWriteTokens`` has no lifetime."""
         p = parse_params(UsageParams, raw)
         async with self.registry.lock(p.session_id):
             session = await self.registry.get(p.session_id)
             check = await self.registry.commit(
                 session,
                 lambda: session.record_usage(
-                    p.input_tokens, p.cache_read_tokens, p.cache_write_tokens, p.output_tokens
+                    p.input_tokens,
+                    p.cache_read_tokens,
+                    p.cache_write_tokens,
+                    p.output_tokens,
+                    at=p.at,
+                    write_1h_tokens=write_1h_tokens,
                 ),
             )
             if check is not None and check.off:
@@ -342,6 +350,8 @@ class Daemon:
                 call, response = await asyncio.to_thread(session.retrieve, p.call_id)
             except KeyError:
                 raise unknown_call(p.call_id, p.session_id) from None
+            # Counted (hdcontext stats: how often the model fetches back what density took).
+            await self.registry.commit(session, session.note_retrieved)
             return {
                 "call": _block_json(call) if call is not None else None,
                 "response": _block_json(response),

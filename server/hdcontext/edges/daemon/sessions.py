@@ -290,6 +290,7 @@ class Registry:
             new_transcript=new_transcript,
             working=working,
             model=model,
+            calls=session.take_calls(),
         )
         await self._store.save(op)
         saved.transcript_len = len(transcript)

@@ -5,7 +5,9 @@ compactor; what it cannot or should not handle goes upstream as it came, with a 
 says why (kinds and counts only: no content, no header values). Any other path is passed to
 the upstream it belongs to: Anthropic's when the path is under ``/v1/messages`` or the request
 carries one of Anthropic's headers (``anthropic-version``, or its key header ``x-api-key``:
-an SDK listing models sends the key alone), else OpenAI's.
+an SDK listing models sends the key alone), else OpenAI's. But ``GET /`` (and
+``/hdcontext/stats.json``) is hdcontext's own: the savings page of the proxy's sessions
+(``dashboard.py``).
 
 The log: a line at INFO for each request hdcontext compacted, a warning for each it sent as it
 came (and why); at DEBUG, for every request, what came in (API, path, size), what hdcontext
@@ -27,6 +29,7 @@ from aiohttp import web
 from .anthropic import AnthropicApi
 from .api import Api, Unsupported
 from .compactor import Compacted, Compactor, TooSlow, client_name
+from .dashboard import Dashboard, add_routes
 from .guard import refusal
 from .openai import OpenAiApi
 from .upstream import SESSION_HEADER, Forwarded, Upstream, forward
@@ -53,6 +56,8 @@ class ProxyState:
     apis: dict[str, Api] = field(
         default_factory=lambda: {"anthropic": AnthropicApi(), "openai": OpenAiApi()}
     )
+    dashboard: Dashboard | None = None
+    """The savings page (``GET /``) of the sessions this proxy keeps."""
 
 
 STATE = web.AppKey("hdcontext_proxy", ProxyState)
@@ -74,6 +79,8 @@ def build_app(state: ProxyState) -> web.Application:
     app[STATE] = state
     app.router.add_post("/v1/messages", _anthropic)
     app.router.add_post("/v1/chat/completions", _openai)
+    if state.dashboard is not None:
+        add_routes(app, state.dashboard)
     app.router.add_route("*", "/{tail:.*}", _passthrough)
     app.cleanup_ctx.append(_client)
     return app

@@ -275,7 +275,10 @@ class Compactor:
 
     async def record(self, session_id: str, billed: Billed, at: int | None = None) -> None:
         """``history/usage`` for the call just made."""
-        await self.daemon.usage(billed.params(session_id, now_ms() if at is None else at))
+        await self.daemon.usage(
+            billed.params(session_id, now_ms() if at is None else at),
+            write_1h_tokens=billed.cache_write_1h_tokens,
+        )
 
 
 def _consume(task: asyncio.Future[Any]) -> None:

@@ -26,7 +26,7 @@ from yarl import URL
 
 from ...core.compression.types import SummarizeRequest, SummarizerError
 from ...core.session import SessionSummarizer
-from ...core.settings import Settings
+from ...core.settings import Settings, resolve
 from ..daemon import memory
 from ..daemon.daemon import Daemon
 from ..daemon.ide_settings import IdeSettings
@@ -43,6 +43,7 @@ from ..storage.store import (
 )
 from .app import ProxyState, build_app
 from .compactor import DEFAULT_BOUND_S, Compactor
+from .dashboard import Dashboard
 from .guard import allowed_hosts, is_loopback
 from .upstream import Upstream
 
@@ -98,6 +99,10 @@ class Proxy:
                 "anthropic": Upstream("anthropic", URL(anthropic)),
                 "openai": Upstream("openai", URL(openai)),
             },
+            dashboard=Dashboard(
+                daemon.storage_dir,
+                lambda: resolve({}, daemon.settings.current()).values.cache_prices,
+            ),
         )
         self._runner: web.AppRunner | None = None
         self.host = ""
@@ -215,7 +220,7 @@ async def _serve(
         f"hdcontext proxy listening on {proxy.url} (port {listening}; anthropic upstream "
         f"{proxy.state.upstreams['anthropic'].shown()}, openai upstream "
         f"{proxy.state.upstreams['openai'].shown()}; sessions in {storage}, idle ones "
-        f"{retention.describe()})",
+        f"{retention.describe()}; what it saved: {proxy.url}/)",
         file=sys.stderr,
         flush=True,
     )

@@ -57,6 +57,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from ...core.cache.ledger import Charge
+from ...core.calls import BilledUsage, CallEvent, CallMade, CallRow, Kind, UsageReported
 from ...core.state import SessionState
 from ...core.stored import Blob
 from . import storage_lock
@@ -117,7 +119,41 @@ CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS calls (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    at INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    model TEXT,
+    masked INTEGER,
+    sent INTEGER,
+    upstream INTEGER,
+    est_read INTEGER,
+    est_write INTEGER,
+    est_write_1h INTEGER,
+    est_plain INTEGER,
+    off_read INTEGER,
+    off_write INTEGER,
+    off_write_1h INTEGER,
+    off_plain INTEGER,
+    billed_input INTEGER,
+    billed_read INTEGER,
+    billed_write INTEGER,
+    billed_write_1h INTEGER,
+    billed_output INTEGER,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE INDEX IF NOT EXISTS calls_at ON calls (at);
 """
+CALLS_TABLE = "calls"
+"""One row per model call, refresh call and retrieve of a session (``core/calls.py``), for
+``hdcontext stats``: counts and the model's name, never content. ``kind`` is ``model``,
+``refresh`` or ``retrieve``; ``sent`` is what the agent sent (the history without hdcontext's
+edits), ``upstream`` what went to the model, both in the daemon's count of the messages;
+``est_*`` the daemon's charge by kind with hdcontext, ``off_*`` without it; ``billed_*`` what
+the provider billed, once the client reported it (``history/usage``; ``billed_write_1h`` only
+when the client knew the split). Added in schema 3 without a version change: a daemon that
+does not know the table leaves it alone, and a database it wrote simply has no rows there."""
 SESSION_COLUMN = "session_id"
 """A table with this column holds rows of a session: they are deleted with it."""
 
@@ -239,6 +275,8 @@ class SaveOp:
     new_transcript: Sequence[tuple[int, Blob]] = ()
     working: WorkingChange = WorkingChange()
     model: str | None = None
+    calls: Sequence[CallEvent] = ()
+    """The session's call events since its last save (``Session.take_calls``)."""
 
 
 @dataclass(frozen=True)
@@ -430,6 +468,8 @@ class Store:
                 )
                 if cur.rowcount != 1:
                     raise StoreError(f"session {op.session_id!r} is not in the store")
+                if op.calls:
+                    _write_calls(db, op.session_id, op.calls)
 
         await self._run(run)
 
@@ -619,6 +659,73 @@ def _migrate(db: sqlite3.Connection, version: int) -> None:
         scrubbed = "0" if had_tables is not None else "1"
         db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (SCRUBBED, scrubbed))
     db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+
+_CALL_COLUMNS = (
+    "session_id, seq, at, kind, model, masked, sent, upstream, est_read, est_write, "
+    "est_write_1h, est_plain, off_read, off_write, off_write_1h, off_plain, billed_input, "
+    "billed_read, billed_write, billed_write_1h, billed_output"
+)
+_KINDS: tuple[Kind, ...] = ("model", "refresh", "retrieve")
+
+
+def _charge_columns(charge: Charge | None) -> tuple[int | None, ...]:
+    if charge is None:
+        return (None, None, None, None)
+    return (charge.read, charge.write, charge.write_long, charge.plain)
+
+
+def _billed_columns(billed: BilledUsage | None) -> tuple[int | None, ...]:
+    if billed is None:
+        return (None, None, None, None, None)
+    return (billed.input, billed.read, billed.write, billed.write_1h, billed.output)
+
+
+def _write_calls(db: sqlite3.Connection, session_id: str, events: Sequence[CallEvent]) -> None:
+    """A session's call events as rows of ``calls`` (inside the save's transaction): a call
+    is a new row, a retrieve too; a usage fills in the latest call's billed figures when it
+    belongs to it and that row has none yet, else is a row of its own (a call the daemon did
+    not see, whose estimate is unknown)."""
+    (last,) = db.execute(
+        "SELECT COALESCE(MAX(seq), -1) FROM calls WHERE session_id=?", (session_id,)
+    ).fetchone()
+    seq = int(last)
+    insert = f"INSERT INTO calls ({_CALL_COLUMNS}) VALUES ({', '.join('?' * 21)})"
+    for event in events:
+        if isinstance(event, UsageReported):
+            if event.attached:
+                done = db.execute(
+                    "UPDATE calls SET billed_input=?, billed_read=?, billed_write=?,"
+                    " billed_write_1h=?, billed_output=? WHERE session_id=? AND seq=("
+                    "SELECT MAX(seq) FROM calls WHERE session_id=? AND kind!='retrieve')"
+                    " AND billed_input IS NULL AND est_read IS NOT NULL",
+                    (*_billed_columns(event.billed), session_id, session_id),
+                ).rowcount
+                if done:
+                    continue
+            seq += 1
+            unseen = (session_id, seq, event.at, "model", event.model, *(None,) * 11)
+            db.execute(insert, unseen + _billed_columns(event.billed))
+            continue
+        seq += 1
+        if isinstance(event, CallMade):
+            bill = event.bill
+            row = (
+                session_id,
+                seq,
+                event.at,
+                "refresh" if event.refresh else "model",
+                event.model,
+                event.masked,
+                bill.off.total,
+                bill.charge.total,
+                *_charge_columns(bill.charge),
+                *_charge_columns(bill.off),
+                *_billed_columns(None),
+            )
+        else:
+            row = (session_id, seq, event.at, "retrieve", *(None,) * 17)
+        db.execute(insert, row)
 
 
 def _scrub(db: sqlite3.Connection) -> bool:
@@ -814,6 +921,40 @@ class ReadOnly:
         )
         return [str(entry) for (entry,) in rows]
 
+    def calls(self, session_id: str | None = None) -> list[CallRow]:
+        """The stored calls (``CALLS_TABLE``), of one session or all, by session and order;
+        none from a database no daemon that keeps them has opened."""
+        if self._db is None:
+            return []
+        where, args = ("WHERE session_id=? ", (session_id,)) if session_id is not None else ("", ())
+        try:
+            rows = self._db.execute(
+                f"SELECT {_CALL_COLUMNS} FROM calls {where}ORDER BY session_id, seq", args
+            ).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return []
+            raise StoreError(f"cannot read {self.path}: {exc}") from None
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read {self.path}: {exc}") from None
+        return [_call_row(row) for row in rows]
+
+    def overrides(self) -> dict[str, dict[str, object]]:
+        """Each stored session's own settings (``history/setOverride``), by id: a session's
+        ``cache.prices`` prices its calls in ``hdcontext stats``. A state that cannot be read
+        counts as none."""
+        if self._db is None:
+            return {}
+        out: dict[str, dict[str, object]] = {}
+        try:
+            rows = self._db.execute("SELECT id, state FROM sessions").fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read {self.path}: {exc}") from None
+        for sid, state in rows:
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                out[str(sid)] = dict(SessionState.from_json(state).overrides)
+        return out
+
     def exported(self, session_id: str) -> Path | None:
         """The session's exported transcript (an LLM summary's pointer), if there is one."""
         path = Store.transcript_file(self.transcripts, session_id)
@@ -851,3 +992,41 @@ class ReadOnly:
                 )
             )
         return out
+
+
+def _count(value: object) -> int | None:
+    """A count column: an integer, or ``None`` (NULL, or anything a hand edit left there)."""
+    return value if isinstance(value, int) else None
+
+
+def _charge_of(values: Sequence[object]) -> Charge | None:
+    read, write, write_long, plain = (_count(v) for v in values)
+    if read is None or write is None or write_long is None or plain is None:
+        return None
+    return Charge(read=read, write=write, write_long=write_long, plain=plain)
+
+
+def _call_row(row: Sequence[object]) -> CallRow:
+    """One row of ``calls`` (in ``_CALL_COLUMNS``' order) as the core reads it."""
+    kind: Kind = next((k for k in _KINDS if k == row[3]), "model")
+    billed_input = _count(row[16])
+    billed = None
+    if billed_input is not None:
+        billed = BilledUsage(
+            input=billed_input,
+            read=_count(row[17]) or 0,
+            write=_count(row[18]) or 0,
+            write_1h=_count(row[19]),
+            output=_count(row[20]) or 0,
+        )
+    return CallRow(
+        session_id=str(row[0]),
+        seq=_count(row[1]) or 0,
+        at=_count(row[2]) or 0,
+        kind=kind,
+        model=None if row[4] is None else str(row[4]),
+        masked=_count(row[5]),
+        charge=_charge_of(row[8:12]),
+        off=_charge_of(row[12:16]),
+        billed=billed,
+    )
