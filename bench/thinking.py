@@ -1,12 +1,13 @@
 """What the rule for bound thinking (``core/thinking.py``) costs: the cache replay with it and
 without it.
 
-A model with bound thinking (Claude Opus 5.5 and the others the price table marks) refuses, or
-silently drops, a thinking block whose prefix changed: so, for such a model, the edits that start
-before a turn still calling tools wait for it to end, and the thinking after an edit goes with
-it. For every model, an edit that would touch that turn waits. Without the rule the requests of
-such a model are not valid (the provider refuses or drops what the edits invalidated); the
-figure without it is what the same edits would have saved had the provider taken them.
+A model with bound thinking (Claude Opus 5.5 and the others the price table marks) refuses a
+thinking block whose prefix changed (or drops it, when the request asks for that): so, for such
+a model, the edits that start before a turn still calling tools wait for it to end, and the
+thinking after an edit goes with it. For every model, an edit that would touch that turn waits.
+Without the rule the requests of such a model are not valid (the provider refuses what the edits
+invalidated); the figure without it is what the same edits would have saved had the provider
+taken them.
 
 Each conversation of the replay's corpus (``replay.py``: every one with three model calls or
 more) is replayed with the settings rows below, twice each: with the rule (the session as it is)
