@@ -63,6 +63,8 @@ log = logging.getLogger(__name__)
 TOKENS_NOTIFICATION = "history/tokens"
 SETTINGS_WAIT_S = 10.0
 """How long a request waits for a settings pull in flight before using what it has."""
+INLINE_ENTRIES = 16
+"""``sync_compact`` digests and counts up to this many new entries on the event loop."""
 
 R = TypeVar("R")
 
@@ -106,6 +108,7 @@ class Daemon:
         self._settings_pull: asyncio.Future[None] | None = None
         self._prompt = load_compression_prompt(storage_dir)
         self._large: set[str] = set()  # sessions whose next compaction follows a large append
+        self._noted: set[str] = set()  # sessions whose usage no commit has saved yet
         self._without_retrieve: set[str] = set()
 
     async def start(self) -> None:
@@ -219,7 +222,12 @@ class Daemon:
         async with self.registry.lock(p.session_id):
             session = await self.registry.find(p.session_id)
             held = session.sync_point(digests) if session is not None else 0
-            new = parse_entries_from(conversation.raw_from(held), held)
+            given = conversation.entries_from(held)
+            new = (
+                given
+                if given is not None
+                else parse_entries_from(conversation.raw_from(held), held)
+            )
             if session is None:
                 session = await self._open(p.session_id, None, None)
             prepared = await asyncio.to_thread(session.prepare, new)
@@ -241,6 +249,62 @@ class Daemon:
         await self.update_watcher()
         return SyncReply(**reply, appended=outcome.appended, forked_at=outcome.forked_at).to_wire()
 
+    async def sync_compact(self, raw: object, at: int | None = None) -> CompactResult:
+        """``history/sync`` then ``history/compact`` as one request: one lock, one commit
+        (one write to the disk where the two make two), the typed result. What the proxy
+        does for each request it carries; all or nothing, like each of the two.
+
+        What is small is done on the event loop: the digests a ``Conversation`` holds made
+        already, a handful of new entries counted (a hand-off to a thread costs more)."""
+        conversation = resent_conversation(raw)
+        p = parse_params(SyncParams, raw)
+        if len(conversation) <= INLINE_ENTRIES:
+            digests = conversation.digests()
+        else:
+            digests = await asyncio.to_thread(conversation.digests)
+        async with self.registry.lock(p.session_id):
+            session = await self.registry.find(p.session_id)
+            held = session.sync_point(digests) if session is not None else 0
+            given = conversation.entries_from(held)
+            new = (
+                given
+                if given is not None
+                else parse_entries_from(conversation.raw_from(held), held)
+            )
+            if session is None:
+                session = await self._open(p.session_id, None, None)
+            if len(new) <= INLINE_ENTRIES:
+                prepared = session.prepare(new)
+            else:
+                prepared = await asyncio.to_thread(session.prepare, new)
+
+            async def change() -> CompactResult:
+                if p.model:
+                    session.model = p.model
+                if p.context_limit is not None:
+                    session.set_override("contextLimit", p.context_limit)
+                session.sync(held, digests, prepared)
+                # After the sync: the reads it appended are settled too, as a compact's are.
+                await self._settle_disk(session)
+                return await session.compact(0, at)
+
+            try:
+                result = await self.registry.commit(
+                    session, change, cancellable=True, model=p.model
+                )
+            except SummarizerError as err:
+                raise summarizer_failed(str(err)) from None
+            except CompressionError as err:
+                provider = session.resolved().values.summarizer_provider
+                raise summarizer_failed(f"summarizer '{provider}' failed: {err}") from None
+            self._noted.discard(p.session_id)  # saved with this commit
+            conversation.settle(digests)
+            self._notify(session, result.status)
+        if len(new) >= memory.LARGE_APPEND:
+            memory.release()
+        await self.update_watcher()
+        return result
+
     async def _open(self, session_id: str, model: str | None, limit: int | None) -> Session:
         overrides: dict[str, object] = {} if limit is None else {"contextLimit": limit}
         try:
@@ -260,6 +324,35 @@ class Daemon:
             )
             self._notify(session)
             return session.status().to_wire()
+
+    async def note_usage(self, raw: object) -> dict[str, Any]:
+        """``history/usage`` without a disk write of its own: the figures count at once (the
+        status, the next compaction's schedule) and are saved with the session's next commit,
+        or by ``save_noted``. The proxy's way: a call's usage is read as its answer ends, and
+        a commit of its own would hold up the conversation's next request (and every other
+        session's, behind it on the store's one thread). A crash loses the last call's
+        figures at most, never an entry."""
+        p = parse_params(UsageParams, raw)
+        async with self.registry.lock(p.session_id):
+            session = await self.registry.get(p.session_id)
+            session.record_usage(
+                p.input_tokens, p.cache_read_tokens, p.cache_write_tokens, p.output_tokens
+            )
+            self._noted.add(p.session_id)
+            self._notify(session)
+            return session.status().to_wire()
+
+    async def save_noted(self, session_id: str | None = None) -> None:
+        """Save the usage ``note_usage`` counted and no commit has saved yet (of one session,
+        or of all): before a session is unloaded, and before the daemon stops."""
+        for sid in [session_id] if session_id is not None else sorted(self._noted):
+            if sid not in self._noted:
+                continue
+            async with self.registry.lock(sid):
+                self._noted.discard(sid)
+                session = await self.registry.find(sid)
+                if session is not None:
+                    await self.registry.commit(session, lambda: None)
 
     async def retrieve(self, raw: object) -> dict[str, Any]:
         p = parse_params(RetrieveParams, raw)
