@@ -129,7 +129,7 @@ def serve_proxy(
     context_limit: int | None = None,
 ) -> int:
     """``hdcontext proxy`` until interrupted; its exit code."""
-    memory.configure()
+    memory.configure(memory.PROXY_MMAP_THRESHOLD, memory.PROXY_TRIM_THRESHOLD)
     os.umask(PRIVATE_UMASK)
     if not is_loopback(host):
         print(
