@@ -252,10 +252,30 @@ class Daemon:
     async def sync_compact(self, raw: object, at: int | None = None) -> CompactResult:
         """``history/sync`` then ``history/compact`` as one request: one lock, one commit
         (one write to the disk where the two make two), the typed result. What the proxy
-        does for each request it carries; all or nothing, like each of the two.
+        does for each request it carries; all or nothing, like each of the two."""
+        return await self._sync_then(raw, lambda session: session.compact(0, at))
 
-        What is small is done on the event loop: the digests a ``Conversation`` holds made
-        already, a handful of new entries counted (a hand-off to a thread costs more)."""
+    async def sync_passed(self, raw: object, at: int | None = None) -> CompactResult:
+        """``history/sync``, then the call told to the session as sent with the history as
+        it is (``Session.passed``): one lock, one commit. The proxy's way to take in a
+        conversation it forwarded as it came (one it had not seen): the bulk path, off the
+        request's way, and the session's indexes built for the next request."""
+
+        async def passed(session: Session) -> CompactResult:
+            return session.passed(at)
+
+        return await self._sync_then(raw, passed)
+
+    async def knows(self, session_id: str) -> bool:
+        """Whether the session is loaded or stored (without loading it)."""
+        return session_id in self.registry.loaded_ids() or await self.store.exists(session_id)
+
+    async def _sync_then(
+        self, raw: object, then: Callable[[Session], Awaitable[CompactResult]]
+    ) -> CompactResult:
+        """A sync and ``then`` in one commit. What is small is done on the event loop: the
+        digests a ``Conversation`` holds made already, a handful of new entries counted (a
+        hand-off to a thread costs more)."""
         conversation = resent_conversation(raw)
         p = parse_params(SyncParams, raw)
         if len(conversation) <= INLINE_ENTRIES:
@@ -286,7 +306,7 @@ class Daemon:
                 session.sync(held, digests, prepared)
                 # After the sync: the reads it appended are settled too, as a compact's are.
                 await self._settle_disk(session)
-                return await session.compact(0, at)
+                return await then(session)
 
             try:
                 result = await self.registry.commit(

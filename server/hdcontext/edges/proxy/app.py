@@ -168,6 +168,15 @@ async def _compacted(
         return _unchanged(state, api, str(exc))
     except Exception as exc:
         return _unchanged(state, api, f"hdcontext failed: {type(exc).__name__}")
+    if compacted.passed:
+        state.unchanged += 1
+        log.info(
+            "%s %s: a conversation not seen before (%d bytes) goes as it came while it is taken in",
+            api.name,
+            compacted.session_id,
+            len(raw),
+        )
+        return compacted
     state.compacted += 1
     log.info(
         "%s %s: %d entries in, %d out, %d tokens, breakpoints %s, %d → %d bytes",

@@ -44,13 +44,14 @@ import asyncio
 import contextlib
 import gc
 import hashlib
+import logging
 import time
 from array import array
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -65,6 +66,9 @@ from .assembly import Pieces, assemble
 from .prefix import Layout, LayoutError, Splicer, common_prefix, find, walk
 from .usage import Billed
 
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
 DEFAULT_BOUND_S = 10.0
 SESSION_PREFIX = "proxy-"
 KEPT_MEMOS = 8
@@ -74,6 +78,11 @@ KEPT_MEMO_BYTES = 48 * 1024 * 1024
 KEPT_SESSIONS = 8
 """The proxy's sessions the daemon keeps loaded (the ones used last); the others are in its
 storage, and a request for one loads it again."""
+PASS_BYTES = 256 * 1024
+"""The size from which a conversation the daemon does not know is forwarded as it came and
+taken in meanwhile: a smaller one is taken in and compacted within its request (tens of
+milliseconds), a larger one would hold its request up for seconds (a 3 MB one: counted,
+indexed and stored)."""
 INLINE_BYTES = 256 * 1024
 """A request whose new part is smaller is read on the event loop (a thread's hand-off costs
 more than that); a larger one, or a conversation not seen before, on a worker thread."""
@@ -99,6 +108,8 @@ class Compacted:
     entries_out: int
     tokens: int
     breakpoints: tuple[int, ...]
+    passed: bool = False
+    """The body is the client's, as it came: the conversation is being taken in."""
 
 
 def client_name(user_agent: str | None) -> str:
@@ -228,7 +239,9 @@ def _take(api: Api, raw: bytes, match: _Match | None, splicer: Splicer, client: 
     return _finish(api, raw, body, head, tail_messages, layout, memo, match.k, client)
 
 
-def _take_whole(api: Api, raw: bytes, client: str) -> _Taken:
+def _parsed(api: Api, raw: bytes) -> tuple[dict[str, Any], list[Any], int]:
+    """The body parsed whole: (the body, its ``messages``, how many of them are the
+    client's prompt); Unsupported unless a conversation follows the prompt."""
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -238,10 +251,40 @@ def _take_whole(api: Api, raw: bytes, client: str) -> _Taken:
     elements = body.get("messages")
     if not isinstance(elements, list) or not elements:
         raise Unsupported("no 'messages' list")
-    head_count = api.head(elements)
-    messages = elements[head_count:]
-    if not messages:
+    head = api.head(elements)
+    if head >= len(elements):
         raise Unsupported("no conversation after the system messages")
+    return body, elements, head
+
+
+@dataclass(frozen=True)
+class _Glance:
+    """A body not seen before, parsed, and the session its conversation belongs to."""
+
+    body: dict[str, Any]
+    session_id: str
+
+
+def _glance(api: Api, raw: bytes, client: str) -> _Glance:
+    """Parse a body and name its session from its first message alone: what deciding how
+    to take a conversation not seen before needs."""
+    body, elements, head = _parsed(api, raw)
+    first = elements[head : head + 1]
+    api.check(first, 0)
+    entries = api.import_messages(first)
+    wire = entries[0].to_wire() if entries else None
+    return _Glance(body, session_id_for(api, client, api.start(body, elements[:head]), wire))
+
+
+def _take_whole(api: Api, raw: bytes, client: str, parsed: dict[str, Any] | None = None) -> _Taken:
+    """The conversation of ``raw`` read whole (``parsed``: the body, when it was parsed)."""
+    if parsed is None:
+        body, elements, head_count = _parsed(api, raw)
+    else:
+        body = parsed
+        elements = body["messages"]
+        head_count = api.head(elements)
+    messages = elements[head_count:]
     api.check(messages, 0)
     try:
         layout: Layout | None = find(raw, elements)
@@ -356,9 +399,15 @@ class _Known(Resent):
 
 
 class Compactor:
-    def __init__(self, daemon: Daemon, bound_s: float = DEFAULT_BOUND_S) -> None:
+    def __init__(
+        self, daemon: Daemon, bound_s: float = DEFAULT_BOUND_S, pass_bytes: int = PASS_BYTES
+    ) -> None:
         self.daemon = daemon
         self.bound_s = bound_s
+        self.pass_bytes = pass_bytes
+        """A conversation the daemon does not know, this large or larger, goes as it came
+        while it is taken in (``_pass``)."""
+        self._ingests: dict[str, asyncio.Future[None]] = {}
         self.context_limit: int | None = None
         """``contextLimit`` for the sessions the proxy opens (None: the settings' own)."""
         self._memos: OrderedDict[str, Memo] = OrderedDict()
@@ -387,27 +436,31 @@ class Compactor:
     async def _compact(
         self, api: Api, raw: bytes, session: str | None, client: str, at: int | None
     ) -> Compacted:
+        at = now_ms() if at is None else at
         match = best_match(api, raw, reversed(self._memos.values()))
+        glance: _Glance | None = None
+        if match is None:
+            glance = await _off_loop(len(raw), _glance, api, raw, client)
+            named = session or glance.session_id
+            if len(raw) >= self.pass_bytes and not await self.daemon.knows(named):
+                return await self._pass(api, raw, named, client, glance, at)
         if match is not None and len(raw) - match.stop < INLINE_BYTES:
             taken = _take(api, raw, match, self._splicer, client)
+        elif glance is not None:
+            taken = await asyncio.to_thread(_take_whole, api, raw, client, glance.body)
         else:
             taken = await asyncio.to_thread(_take, api, raw, match, self._splicer, client)
         frozen = taken.kept == 0 and len(taken.tail) >= memory.LARGE_APPEND
         session = session or taken.memo.session_id
+        ingest = self._ingests.get(session)
+        if ingest is not None:  # the conversation is being taken in: its sync comes first
+            await asyncio.shield(ingest)
         before = self._memos.get(session)
         pieces = before.pieces if before is not None else None
         # Kept at once: the bytes are read whatever becomes of the rest of the request.
         self._keep(session, _with_pieces(taken.memo, pieces))
         await self._hold(session)
-        # The agents behind the proxy have no hdcontext_retrieve tool: pointers say so.
-        self.daemon.serve_without_retrieve_tool(session)
-        model = taken.body.get("model")
-        params: dict[str, Any] = {"sessionId": session, "entries": _Known(taken)}
-        if isinstance(model, str) and model:
-            params["model"] = model
-        if self.context_limit is not None:
-            params["contextLimit"] = self.context_limit
-        result = await self.daemon.sync_compact(params, now_ms() if at is None else at)
+        result = await self.daemon.sync_compact(self._params(session, taken), at)
         blobs = result.history.blobs
         breakpoints = tuple(result.cache.breakpoints) or (len(blobs) - 1,)
         if pieces is not None and pieces.mode == taken.mode:
@@ -433,6 +486,59 @@ class Compactor:
             tokens=result.status.total_tokens,
             breakpoints=breakpoints,
         )
+
+    def _params(self, session: str, taken: _Taken) -> dict[str, Any]:
+        """``history/sync``'s params for the conversation ``taken``."""
+        # The agents behind the proxy have no hdcontext_retrieve tool: pointers say so.
+        self.daemon.serve_without_retrieve_tool(session)
+        params: dict[str, Any] = {"sessionId": session, "entries": _Known(taken)}
+        model = taken.body.get("model")
+        if isinstance(model, str) and model:
+            params["model"] = model
+        if self.context_limit is not None:
+            params["contextLimit"] = self.context_limit
+        return params
+
+    async def _pass(
+        self, api: Api, raw: bytes, session: str, client: str, glance: _Glance, at: int
+    ) -> Compacted:
+        """A large conversation the daemon does not know (a chat resumed with a new proxy,
+        or elsewhere): it goes as it came, at once, while the daemon takes it in (off the
+        request's way); the next request finds it held, and the call told to the session
+        as sent unchanged, so that what the provider now caches is weighed."""
+        await self._hold(session)
+        task = asyncio.ensure_future(self._take_in(api, raw, session, client, glance, at))
+        self._ingests[session] = task
+        task.add_done_callback(lambda _: self._ingests.pop(session, None))
+        return Compacted(
+            body=raw,
+            session_id=session,
+            entries_in=0,
+            entries_out=0,
+            tokens=0,
+            breakpoints=(),
+            passed=True,
+        )
+
+    async def _take_in(
+        self, api: Api, raw: bytes, session: str, client: str, glance: _Glance, at: int
+    ) -> None:
+        """The daemon's bulk path for a conversation forwarded as it came: read whole,
+        synced in one commit with the call told as sent (``Daemon.sync_passed``), the
+        messages it would send made ready for the next request."""
+        try:
+            taken = await asyncio.to_thread(_take_whole, api, raw, client, glance.body)
+            self._keep(session, taken.memo)
+            result = await self.daemon.sync_passed(self._params(session, taken), at)
+            blobs = result.history.blobs
+            built = await asyncio.to_thread(assemble, api, taken.body, blobs, (), taken.mode, None)
+            current = self._memos.get(session)
+            if not built.problems and current is not None and current.raw is raw:
+                built.pieces.size = sum(map(len, built.messages))
+                self._keep(session, _with_pieces(taken.memo, built.pieces))
+            gc.freeze()
+        except Exception as exc:  # the request went as it came; the next one tries again
+            log.warning("%s: taking in %s failed: %s", api.name, session, type(exc).__name__)
 
     def _keep(self, session: str, memo: Memo) -> None:
         self._memos[session] = memo
@@ -462,11 +568,19 @@ class Compactor:
 
     async def record(self, session_id: str, billed: Billed, at: int | None = None) -> None:
         """``history/usage`` for the call just made, saved with the session's next commit
-        (``Daemon.note_usage``), or when the session is unloaded or the proxy stops."""
-        await self.daemon.note_usage(billed.params(session_id, now_ms() if at is None else at))
+        (``Daemon.note_usage``), or when the session is unloaded or the proxy stops. A
+        conversation being taken in is taken in first."""
+        at = now_ms() if at is None else at
+        ingest = self._ingests.get(session_id)
+        if ingest is not None:
+            await asyncio.shield(ingest)
+        await self.daemon.note_usage(billed.params(session_id, at))
 
     async def close(self) -> None:
-        """Save what is not saved yet (the last calls' usage)."""
+        """Finish taking in what is being taken in, and save what is not saved yet (the last
+        calls' usage)."""
+        for task in list(self._ingests.values()):
+            await asyncio.shield(task)
         await self.daemon.save_noted()
 
 
@@ -492,6 +606,13 @@ def _body(api: Api, raw: bytes, taken: _Taken, messages: list[bytes]) -> bytes:
     ends = [raw[:first] + messages[0], *messages[1:]]
     ends[-1] = ends[-1] + raw[last:]
     return b",".join(ends)
+
+
+async def _off_loop(size: int, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, on a worker thread when the body it reads is large."""
+    if size < INLINE_BYTES:
+        return fn(*args)
+    return await asyncio.to_thread(fn, *args)
 
 
 def _consume(task: asyncio.Future[Any]) -> None:
