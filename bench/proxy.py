@@ -320,11 +320,12 @@ def _first(direct: float, proxied: float) -> dict[str, float]:
 
 
 async def _warm(client: aiohttp.ClientSession, proxy: str, t: Transcript) -> None:
-    """Another, short conversation through the proxy first: modules, the tokenizer and the
-    store are loaded before anything is timed, as in a proxy that has been running."""
-    messages = _messages(list(t.entries[:40]), "warm-up")
+    """Another, short conversation through the proxy first (a valid one, so that it is
+    carried): modules, the tokenizer and the store are loaded before anything is timed, as
+    in a proxy that has been running."""
+    messages = [{"role": "user", "content": "(warm-up) read the files"}, *_turn(0, t.root)]
     await _post(client, proxy, _body(messages))
-    await _post(client, proxy, _body([*messages, *_turn(0, t.root)]))
+    await _post(client, proxy, _body([*messages, *_turn(1, t.root)]))
 
 
 async def measure(t: Transcript, times: int, turns: int = TURNS) -> dict[str, Any]:

@@ -63,12 +63,16 @@ def conversation(api: Api, turns: list[int]) -> list[dict[str, Any]]:
     return out
 
 
-def encoded(api: Api, messages: list[dict[str, Any]], compact: bool) -> bytes:
+def encoded(api: Api, messages: list[dict[str, Any]], style: int) -> bytes:
+    """The body as a client writes it: compact (JavaScript), Python's defaults, or laid out
+    over lines with a blank before each comma (no client known, but JSON allows it)."""
     head = [{"role": "system", "content": "be brief"}] if api.name == "openai" else []
     body = {"model": "m", "messages": [*head, *messages], "system": "sys", "stream": True}
-    if compact:
+    if style == 0:
         return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-    return json.dumps(body).encode()
+    if style == 1:
+        return json.dumps(body).encode()
+    return json.dumps(body, indent=1, separators=(" ,", ": ")).encode()
 
 
 def memo_fields(memo: Memo) -> tuple[Any, ...]:
@@ -108,10 +112,10 @@ def mark_last(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     turns=st.lists(st.integers(min_value=1, max_value=3), min_size=1, max_size=6),
     grow=st.lists(st.integers(min_value=1, max_value=3), max_size=3),
     edit=st.integers(min_value=-1, max_value=30),
-    compact=st.booleans(),
+    style=st.integers(min_value=0, max_value=2),
 )
 def test_taken_warm_is_taken_cold(
-    api: Api, turns: list[int], grow: list[int], edit: int, compact: bool
+    api: Api, turns: list[int], grow: list[int], edit: int, style: int
 ) -> None:
     before = conversation(api, turns)
     after = conversation(api, turns + grow)
@@ -121,8 +125,8 @@ def test_taken_warm_is_taken_cold(
             message["content"] += " (edited é)"
     if api.name == "anthropic":
         before, after = mark_last(before), mark_last(after)
-    raw = encoded(api, after, compact)
-    memo = _take_whole(api, encoded(api, before, compact), "client").memo
+    raw = encoded(api, after, style)
+    memo = _take_whole(api, encoded(api, before, style), "client").memo
     match = best_match(api, raw, [memo])
     warm = _take(api, raw, match, Splicer(), "client")
     cold = _take_whole(api, raw, "client")
@@ -132,6 +136,41 @@ def test_taken_warm_is_taken_cold(
     assert warm.body["system"] == cold.body["system"]
     if edit < 0 or edit >= len(after):  # nothing edited: only the new turns were taken in
         assert match is not None and warm.kept > 0
+
+
+@pytest.mark.parametrize("api", [AnthropicApi(), OpenAiApi()], ids=["anthropic", "openai"])
+def test_a_conversation_resent_shorter_resumes_where_it_can(api: Api) -> None:
+    """A retry without the last answer: the body is a prefix of the previous one up to an
+    assistant message; what is left after it is read, and nothing else."""
+    before = conversation(api, [1, 2, 1])
+    shorter = before[:-2]  # the last turn: its assistant message and the answer
+    raw = encoded(api, shorter, 0)
+    memo = _take_whole(api, encoded(api, before, 0), "client").memo
+    match = best_match(api, raw, [memo])
+    assert match is not None
+    warm = _take(api, raw, match, Splicer(), "client")
+    cold = _take_whole(api, raw, "client")
+    assert warm.kept > 0
+    assert memo_fields(warm.memo) == memo_fields(cold.memo)
+    assert entries(warm, cold) == entries(cold, cold)
+
+
+def test_a_message_put_where_an_assistant_one_stood_resumes_earlier() -> None:
+    """The known bytes end before an assistant message of the previous body; an edit that
+    put a user message there (the conversation forked) resumes at the assistant message
+    before it, as the conversation read whole says."""
+    api = AnthropicApi()
+    before = conversation(api, [1, 1, 1])
+    forked = [*before[:3], {"role": "user", "content": "instead, this"}]
+    raw = encoded(api, forked, 0)
+    memo = _take_whole(api, encoded(api, before, 0), "client").memo
+    match = best_match(api, raw, [memo])
+    assert match is not None and memo.cut_at[match.k] == 3
+    warm = _take(api, raw, match, Splicer(), "client")
+    cold = _take_whole(api, raw, "client")
+    assert 0 < warm.kept < len(cold.memo.digests)
+    assert memo_fields(warm.memo) == memo_fields(cold.memo)
+    assert entries(warm, cold) == entries(cold, cold)
 
 
 def test_a_body_that_only_looks_known_is_read_whole() -> None:

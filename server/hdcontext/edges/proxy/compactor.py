@@ -62,8 +62,8 @@ from ..daemon import memory
 from ..daemon.conversation import Conversation as Resent
 from ..daemon.daemon import Daemon
 from .api import Api, Unsupported
-from .assembly import Pieces, assemble
-from .prefix import Layout, LayoutError, Splicer, common_prefix, find, walk
+from .assembly import Pieces, assemble, encoded
+from .prefix import Layout, LayoutError, Splicer, after, common_prefix, find, walk
 from .usage import Billed
 
 log = logging.getLogger(__name__)
@@ -218,25 +218,32 @@ def best_match(api: Api, raw: bytes, memos: Iterable[Memo]) -> _Match | None:
 
 def _take(api: Api, raw: bytes, match: _Match | None, splicer: Splicer, client: str) -> _Taken:
     """The conversation of ``raw`` as entries, reusing what ``match`` knows when the body
-    holds its bytes where it says."""
-    body = None
-    if match is not None:
+    holds its bytes where it says. The known bytes end before an assistant message of the
+    previous body; what follows them here must be one too (an edit may have put another
+    message there): else the cut before it is tried, then the body is read whole."""
+    for k in (match.k, match.k - 1) if match is not None else ():
+        assert match is not None
         memo = match.memo
-        cut = memo.cut_at[match.k]
-        start = memo.layout.starts[memo.head]
-        body = splicer.parse(raw, start, match.stop, memo.head)
-    if body is None or match is None:
-        return _take_whole(api, raw, client)
-    elements: list[Any] = body["messages"]
-    tail_messages = elements[memo.head + 1 :]
-    api.check(tail_messages, cut - memo.head)
-    starts, ends = memo.layout.prefix(cut)
-    try:
-        layout: Layout | None = walk(raw, match.stop + 1, tail_messages, starts, ends)
-    except LayoutError:
-        layout = None
-    head = elements[: memo.head]
-    return _finish(api, raw, body, head, tail_messages, layout, memo, match.k, client)
+        if k < 0 or memo.cut_at[k] <= memo.head:
+            break
+        cut = memo.cut_at[k]
+        stop = memo.layout.ends[cut - 1]
+        body = splicer.parse(raw, memo.layout.starts[memo.head], stop, memo.head)
+        if body is None:
+            break
+        elements: list[Any] = body["messages"]
+        tail_messages = elements[memo.head + 1 :]
+        if not tail_messages or _role(tail_messages[0]) != "assistant":
+            continue
+        api.check(tail_messages, cut - memo.head)
+        starts, ends = memo.layout.prefix(cut)
+        try:
+            layout: Layout | None = walk(raw, after(raw, stop, True), tail_messages, starts, ends)
+        except LayoutError:
+            layout = None
+        head = elements[: memo.head]
+        return _finish(api, raw, body, head, tail_messages, layout, memo, k, client)
+    return _take_whole(api, raw, client)
 
 
 def _parsed(api: Api, raw: bytes) -> tuple[dict[str, Any], list[Any], int]:
@@ -345,7 +352,7 @@ def _finish(
         mode = api.export_mode(body, (message,), mode)
     for turn in turns[entry_at:]:
         calls.extend(turn_calls(turn))
-    first = memo.first if memo is not None else orjson.dumps(wires[0] if wires else None)
+    first = memo.first if memo is not None else encoded(wires[0] if wires else None)
     session_id = session_id_for(api, client, api.start(body, head), orjson.loads(first))
     made = Memo(
         api=api.name,
@@ -537,6 +544,7 @@ class Compactor:
                 built.pieces.size = sum(map(len, built.messages))
                 self._keep(session, _with_pieces(taken.memo, built.pieces))
             gc.freeze()
+            memory.release()  # reading it whole left free pages behind
         except Exception as exc:  # the request went as it came; the next one tries again
             log.warning("%s: taking in %s failed: %s", api.name, session, type(exc).__name__)
 
@@ -565,6 +573,7 @@ class Compactor:
                 gc.unfreeze()
                 gc.collect()
                 gc.freeze()
+                memory.release()  # and what it freed goes back to the system
 
     async def record(self, session_id: str, billed: Billed, at: int | None = None) -> None:
         """``history/usage`` for the call just made, saved with the session's next commit

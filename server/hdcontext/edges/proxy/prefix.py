@@ -165,6 +165,17 @@ def _byte_offset(raw: bytes, start: int, chars: int) -> int:
     return end
 
 
+def after(raw: bytes, end: int, more: bool) -> int:
+    """Where the element after the one that ends at ``end`` starts its search: past the
+    comma when ``more`` elements follow; at the array's end when none does (LayoutError
+    when the bytes say otherwise)."""
+    at = _skip_blanks(raw, end)
+    expected = ord(",") if more else ord("]")
+    if at >= len(raw) or raw[at] != expected:
+        raise LayoutError("the elements are not laid out as parsed")
+    return at + 1 if more else at
+
+
 def walk(
     raw: bytes,
     at: int,
