@@ -17,7 +17,18 @@ from typing import Any
 from hdcontext.core.content import dump_entries
 from hdcontext.core.tokens import ENCODING_NAME
 
-from . import density, holdout, latency, profile, protocol_v2, replay, scale, table, transcripts
+from . import (
+    density,
+    holdout,
+    latency,
+    lifetimes,
+    profile,
+    protocol_v2,
+    replay,
+    scale,
+    table,
+    transcripts,
+)
 from . import proxy as proxy_bench
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -66,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
         report["holdout"] = holdout.run(found)
         print("   The same, each project priced with constants tuned on the others (holdout.py)")
         print(table.holdout(report["holdout"]), end="\n\n", flush=True)
+        report["lifetimes"] = lifetimes.run(found)
+        print("   The cache's lifetime, its constants chosen on the other projects (lifetimes.py)")
+        print(lifetimes.table(report["lifetimes"]), end="\n\n", flush=True)
 
     if not args.density_only:
         largest = _largest(found)

@@ -26,6 +26,8 @@ class Replayed:
     blind: int = 0
     peak: int = 0
     compressions: int = 0
+    refreshes: int = 0
+    """Refresh calls made (main price model's session)."""
 
 
 def summarize(sessions: Sequence[Transcript], rows: Mapping[str, list[Replayed]]) -> dict[str, Any]:
@@ -68,6 +70,7 @@ def summarize(sessions: Sequence[Transcript], rows: Mapping[str, list[Replayed]]
                 "blind": sum(r.blind for r in results),
                 "peak": max((r.peak for r in results), default=0),
                 "compressions": sum(r.compressions for r in results),
+                "refreshes": sum(r.refreshes for r in results),
                 "per_session": {
                     t.name: {
                         "calls": r.calls,

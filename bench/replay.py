@@ -26,8 +26,9 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hdcontext.core.content import entry_from_json
-from hdcontext.core.session import Session
+from hdcontext.core.content import IContent, entry_from_json
+from hdcontext.core.session import CompactResult, Session
+from hdcontext.core.tokens import count_text
 
 from .billing import MAIN, PRICE_MODELS, Bill, shared_prefix
 from .outcome import Replayed, summarize
@@ -46,6 +47,12 @@ SEEDS: dict[str, object] = {
 }
 RECENCY: dict[str, object] = {"compression.density.recencyPruning": True}
 NO_MASKING: dict[str, object] = {"compression.density.masking": "off"}
+AUTO_TTL: dict[str, object] = {"cache.ttl": "auto"}
+REFRESH: dict[str, object] = {"cache.refresh": True}
+REFRESH_TEXT = "(hdcontext keeps the prompt cache: answer with one token)"
+"""The line of user text a refresh call sends after the history (bench's own wording)."""
+OUTPUT_PRICE = 5.0
+"""A token of output, in uncached input tokens (Anthropic: 5×): a refresh call asks one."""
 
 ROWS: dict[str, dict[str, object]] = {
     "density off": OFF,
@@ -66,34 +73,43 @@ ROWS: dict[str, dict[str, object]] = {
         **NO_MASKING,
         "compression.density.recencyRetention": 1,
     },
+    "default, an hour on every breakpoint": {"cache.ttl": "1h"},
+    "default, ttl auto": AUTO_TTL,
+    "default, refresh calls (5m)": REFRESH,
+    "default, ttl auto + refresh calls": {**AUTO_TTL, **REFRESH},
+    "default + recency, ttl auto + refresh": {**RECENCY, **AUTO_TTL, **REFRESH},
 }
 
-Client = tuple[str, int]
-"""(the session's model, the breakpoints its client places)."""
+Client = tuple[str, int, str | None]
+"""(the session's model, the breakpoints its client places, the lifetime the agent asks)."""
 
 
 def clients() -> dict[Client, list[str]]:
     """The price models each kind of client run is billed under; the main one first."""
     out: dict[Client, list[str]] = {}
     for name, m in sorted(PRICE_MODELS.items(), key=lambda item: item[0] != MAIN):
-        out.setdefault((m.model, m.slots), []).append(name)
+        out.setdefault((m.model, m.slots, m.agent_ttl), []).append(name)
     return out
 
 
 async def replay(
     transcript: Transcript,
     settings: Mapping[str, object],
-    client: Client = (PRICE_MODELS[MAIN].model, PRICE_MODELS[MAIN].slots),
+    client: Client = (PRICE_MODELS[MAIN].model, PRICE_MODELS[MAIN].slots, None),
     priced: Sequence[str] = (MAIN,),
     out: Replayed | None = None,
 ) -> Replayed:
     """One conversation with one settings row, for one kind of client, billed under the
     ``priced`` models (into ``out``'s costs). Breaks, rewrites, blind edits and the rest are
-    counted when the main price model is among them."""
-    model, slots = client
+    counted when the main price model is among them. With ``cache.refresh`` the client makes
+    the refresh calls the daemon names, until the next model call (after the last one, until
+    the daemon names none: a session that ends pays for them too)."""
+    model, slots, agent_ttl = client
     entries = transcript.entries
     root = transcript.root
     values = {**settings, "cache.maxBreakpoints": slots}
+    if agent_ttl is not None:
+        values["cache.ttl"] = agent_ttl
     ticks = iter(range(1, 10**9))
     session = Session(
         "replay",
@@ -109,20 +125,33 @@ async def replay(
     previous: Sequence[bytes] = ()
     appended = 0
     clock = 0
-    for i in model_calls(entries):
+    calls = model_calls(entries)
+    times = _times(entries, calls)
+    plain = count_text(REFRESH_TEXT) + OUTPUT_PRICE
+    for k, i in enumerate(calls):
         session.append(entries[appended:i])
         appended = i
-        stamp = entries[i].timestamp
-        clock = stamp if stamp is not None else clock + 10_000
+        clock = times[k]
         result = await session.compact(at=clock)
-        history = session.history
-        counts = dict(zip(history.raw_json, history.tokens, strict=True))
-        request = list(result.history.blobs)
-        tokens = [counts[b] for b in request]
-        blocks = [_blocks(b, blocks_of) for b in request]
-        breakpoints = [b + 1 for b in result.cache.breakpoints] if slots > 1 else [len(request)]
+        request, tokens, blocks, breakpoints, long = _request(session, result, slots, blocks_of)
         for name, bill in bills.items():
-            out.cost[name] += bill.call(request, tokens, blocks, breakpoints, clock)
+            out.cost[name] += bill.call(request, tokens, blocks, breakpoints, clock, long)
+        following = times[k + 1] if k + 1 < len(calls) else None
+        due = result.cache.refresh_at
+        if due is not None:
+            # A client that makes refresh calls tells the daemon the model's answer as it
+            # comes (the proxy does): a refresh after a turn's last answer keeps it too.
+            session.append(entries[i : i + 1])
+            appended = i + 1
+        while due is not None and (following is None or due < following):
+            refreshed = session.refresh(at=due)
+            if not refreshed.history:
+                break  # it no longer pays: nothing to send
+            parts = _request(session, refreshed, slots, blocks_of)
+            for name, bill in bills.items():
+                out.cost[name] += bill.refresh(*parts[:4], due, parts[4], int(plain))
+            out.refreshes += main
+            due = refreshed.cache.refresh_at
         if not main:
             continue
         total = sum(tokens)
@@ -139,6 +168,37 @@ async def replay(
     if main:
         out.rewrites, out.lost = bills[MAIN].rewrites, bills[MAIN].lost
     return out
+
+
+def _times(entries: Sequence[IContent], calls: Sequence[int]) -> list[int]:
+    """When each model call was made: its answer's time, else 10 s after the one before."""
+    out: list[int] = []
+    clock = 0
+    for i in calls:
+        stamp = entries[i].timestamp
+        clock = stamp if stamp is not None else clock + 10_000
+        out.append(clock)
+    return out
+
+
+def _request(
+    session: Session, result: CompactResult, slots: int, known: dict[bytes, int]
+) -> tuple[list[bytes], list[int], list[int], list[int], list[bool]]:
+    """A reply as the bill sees it: the entries (their JSON), the tokens and content blocks
+    of each, the breakpoints as prefix lengths and whether each asks the longer lifetime (a
+    client of one breakpoint puts it on the last message, of the lifetime the daemon gave)."""
+    history = session.history
+    counts = dict(zip(history.raw_json, history.tokens, strict=True))
+    request = list(result.history.blobs)
+    tokens = [counts[b] for b in request]
+    blocks = [_blocks(b, known) for b in request]
+    ttls = result.cache.breakpoint_ttls
+    if slots > 1:
+        breakpoints = [b + 1 for b in result.cache.breakpoints]
+        long = [t == "1h" for t in ttls]
+    else:
+        breakpoints, long = [len(request)], [bool(ttls) and ttls[-1] == "1h"]
+    return request, tokens, blocks, breakpoints, long
 
 
 def _blocks(blob: bytes, known: dict[bytes, int]) -> int:

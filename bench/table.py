@@ -146,6 +146,8 @@ def replay(summary: dict[str, Any]) -> str:
     """The cache replay: every settings row and every peer, against density off."""
     columns = {
         "anthropic": "Anthr.",
+        "anthropic_005": "0.05x",
+        "anthropic_1h": "1h ag.",
         "anthropic_tail": "tail",
         "anthropic_ends": "ends",
         "anthropic_any_prefix": "(any)",
@@ -173,16 +175,19 @@ def replay(summary: dict[str, Any]) -> str:
         )
     lines.append(
         "Anthr.: Anthropic as it bills (entries only at breakpoints, found 20 content blocks "
-        "back at most), the daemon's breakpoints placed; tail: the same, the client placing one "
-        "on its last message only (cache.maxBreakpoints 1); ends: entries found however far "
-        "back; (any): any shared prefix read; OpenAI: before GPT-5.6; 5.6+: GPT-5.6 and later "
-        "(breakpoints, newest 80, 1.25x writes, 30 minutes); each column's session planned for "
-        "its provider; the peers place one breakpoint on the last message. dearer: sessions "
-        "that cost more than with density off (Anthropic; any: under any price model; >1%: "
-        "Anthropic, by more than 1%); breaks: calls whose request did not start with the "
-        "previous one; rewr.: calls that made Anthropic write again entries it held, lost: "
-        "those tokens; blind: Edit/MultiEdit of a file the full history had a view of and the "
-        "request had none; peak: the largest request; compr.: compressions (200k limit)"
+        "back at most; Claude Sonnet 4.6's prices, reads 0.1x), the daemon's breakpoints "
+        "placed; 0.05x: the same at Claude Opus 5.5's prices (reads 0.05x); 1h ag.: an agent "
+        "that asks an hour on every breakpoint, against itself without hdcontext; tail: the "
+        "same, the client placing one on its last message only (cache.maxBreakpoints 1); ends: "
+        "entries found however far back; (any): any shared prefix read; OpenAI: before GPT-5.6;"
+        " 5.6+: GPT-5.6 and later (breakpoints, newest 80, 1.25x writes, 30 minutes); each "
+        "column's session planned for its provider; the peers place one breakpoint on the last "
+        "message. dearer: sessions that cost more than with density off (Anthropic; any: under "
+        "any price model; >1%: Anthropic, by more than 1%); breaks: calls whose request did not"
+        " start with the previous one; rewr.: calls that made Anthropic write again entries it "
+        "held, lost: those tokens; blind: Edit/MultiEdit of a file the full history had a view "
+        "of and the request had none; peak: the largest request; compr.: compressions (200k "
+        "limit)"
     )
     return "\n".join(lines)
 

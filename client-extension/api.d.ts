@@ -106,6 +106,34 @@ export interface Status {
     maskedOutputs?: number;
     /** The tokens those outputs took, less their pointers (part of `savedTokens`). */
     maskedTokens?: number;
+    /**
+     * What the daemon expected of the calls `usage` counts, in its own count of the history's
+     * tokens (the provider also counts the system prompt and tools): input, read from the cache,
+     * written to it. Absent from a daemon without a price table.
+     */
+    predicted?: Usage;
+    /**
+     * Reported calls whose share of input read from the prompt cache was more than a quarter off
+     * what the daemon expected: a price model that does not fit the provider shows here.
+     */
+    mispredicted?: number;
+    /** The row of the daemon's price table that prices the session's calls, and how it was found. */
+    pricedAs?: PricedAs;
+}
+
+/**
+ * How a session's model found its prices: `exact` (its own row of the price table), `family`
+ * (the row of the model it is a dated or renamed release of), `fallback` (the model is not in
+ * the table: its provider's most common row stands in), `override` (the user's
+ * `hdcontext.cache.prices`), `preset` (a provider's preset, e.g. Gemini's, or `cache.pricing`
+ * naming another provider).
+ */
+export type PriceMatch = 'exact' | 'family' | 'fallback' | 'override' | 'preset';
+
+export interface PricedAs {
+    /** The row's model id; null for a preset. */
+    model: string | null;
+    match: PriceMatch;
 }
 
 /** Totals of the usage reported for a session's model calls. */
@@ -164,7 +192,23 @@ export interface CacheReport {
      * a daemon older than that.
      */
     breakpoints?: number[];
+    /**
+     * One lifetime per breakpoint, in the same order, every `1h` before every `5m`: put
+     * `cache_control: {type: 'ephemeral', ttl: '1h'}` on a breakpoint named `1h` (and make your
+     * own tools and system breakpoints an hour too when any message breakpoint is). All `5m`
+     * unless `hdcontext.cache.ttl` is `auto` or `1h`. Absent from a daemon older than that.
+     */
+    breakpointTtls?: CacheTtl[];
+    /**
+     * With `hdcontext.cache.refresh`: when (ms since the epoch) a refresh call keeps the cache
+     * for less than the rewrite a longer pause would cost, if no model call has come by then;
+     * null when none pays. Absent from a daemon older than that.
+     */
+    refreshAt?: number | null;
 }
+
+/** A prompt-cache breakpoint's lifetime: the provider's default (`5m`: five minutes at Anthropic) or an hour. */
+export type CacheTtl = '5m' | '1h';
 
 /** What `compact` returns: the history to send to the model, and what was done to it. */
 export interface CompactResult {

@@ -4,7 +4,10 @@
 // for that platform and each CPython in PYTHONS, so that the extension installs them with
 // `pip --no-index` (no network). The extension reads manifest.json (src/envPlan.ts).
 //
-//   node scripts/bundle-daemon.mjs --python PY --repo ROOT [--target linux-x64]
+//   node scripts/bundle-daemon.mjs --python PY --repo ROOT [--target linux-x64] [--pythons 3.11,3.12]
+//
+// --pythons narrows the CPythons a platform package carries (default: all of PYTHONS); `make e2e`
+// builds its package for the one Python the end-to-end test runs, into out/e2e/.
 //
 // PY runs pip (the repository's .venv in the Makefile); the dependency wheels come from the
 // package index of pip's own configuration.
@@ -38,7 +41,7 @@ const PLATFORM_TAGS = {
 };
 
 function args(argv) {
-    const out = { python: 'python3', repo: undefined, target: '', out: undefined };
+    const out = { python: 'python3', repo: undefined, target: '', out: undefined, pythons: '' };
     for (let i = 0; i < argv.length; i++) {
         const key = argv[i].replace(/^--/, '');
         if (!(key in out)) {
@@ -64,6 +67,11 @@ function main() {
     const repo = path.resolve(opts.repo ?? path.dirname(here));
     const out = path.resolve(opts.out ?? path.join(here, 'bundled'));
     const target = opts.target.trim();
+    const pythons = opts.pythons.trim() ? opts.pythons.split(',').map((p) => p.trim()) : PYTHONS;
+    const unknown = pythons.filter((p) => !PYTHONS.includes(p));
+    if (unknown.length) {
+        throw new Error(`--pythons ${unknown.join(', ')}: hdcontext's package carries CPython ${PYTHONS.join(', ')}`);
+    }
     if (target && !(target in PLATFORM_TAGS)) {
         throw new Error(`no platform tags known for target ${target} (known: ${Object.keys(PLATFORM_TAGS).join(', ')})`);
     }
@@ -112,7 +120,7 @@ function main() {
 
     if (target) {
         const platforms = PLATFORM_TAGS[target].flatMap((p) => ['--platform', p]);
-        for (const py of PYTHONS) {
+        for (const py of pythons) {
             console.log(`bundle-daemon: downloading the dependency wheels for ${target}, CPython ${py} (pip download, from your package index)`);
             run(
                 opts.python,
@@ -136,14 +144,14 @@ function main() {
         hdcontext: version,
         wheel,
         target: target || null,
-        pythons: target ? PYTHONS : [],
+        pythons: target ? pythons : [],
         key,
         requires,
         wheels: listed.map(({ file, bytes }) => ({ file, bytes })),
     };
     fs.writeFileSync(path.join(out, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
     const total = listed.reduce((n, w) => n + w.bytes, 0);
-    console.log(`bundle-daemon: ${path.relative(process.cwd(), out)}: ${files.length} wheels, ${(total / 1e6).toFixed(1)} MB${target ? ` (${target}, CPython ${PYTHONS.join(', ')})` : ' (the dependencies come from the user\'s package index)'}`);
+    console.log(`bundle-daemon: ${path.relative(process.cwd(), out)}: ${files.length} wheels, ${(total / 1e6).toFixed(1)} MB${target ? ` (${target}, CPython ${pythons.join(', ')})` : ' (the dependencies come from the user\'s package index)'}`);
 }
 
 try {

@@ -1,14 +1,54 @@
 /**
  * The chat conversations this window sent through hdcontext: which one is current (for
  * `@hdcontext` and the status bar), the order to search for a tool call (`hdcontext_retrieve`),
- * and the last history the daemon gave each, so that the next `history/compact` can answer with
- * a delta from it, and what each of its tool calls went to the model as (sentCalls.ts). No
- * `vscode` import.
+ * the last history the daemon gave each, so that the next `history/compact` can answer with
+ * a delta from it, what each of its tool calls went to the model as (sentCalls.ts), and whether
+ * the daemon was told what these conversations cannot ask of the prompt cache (TWIN_OVERRIDES).
+ * No `vscode` import.
  */
 
 import type { ChatMessage } from './chatConversion';
-import type { IContent, WireCompactResult } from './protocol';
+import type { DaemonClient } from './daemonClient';
+import { ErrorCodes, type IContent, type SettingsResult, type WireCompactResult } from './protocol';
 import { SentCalls } from './sentCalls';
+
+/**
+ * The session overrides of every conversation of the chat panel's "· hdcontext" models. Their
+ * message breakpoints are Copilot's `cache_control` data parts, which carry only 'ephemeral' (no
+ * ttl), and VS Code's language model API has no way to ask a lifetime, nor to make a refresh call
+ * of one output token: so these conversations get the provider's default lifetime and no refresh
+ * call, and the daemon must price them so, whatever `hdcontext.cache.ttl` and
+ * `hdcontext.cache.refresh` say (those still apply to the daemon's other clients, such as chat
+ * extensions through the API).
+ */
+export const TWIN_OVERRIDES: ReadonlyArray<readonly [key: string, value: unknown]> = [
+    ['cache.ttl', '5m'],
+    ['cache.refresh', false],
+];
+
+/**
+ * Sets TWIN_OVERRIDES on a session (`history/setOverride`, one key at a time). A daemon older
+ * than the prompt cache's lifetime refuses the keys as unknown (-32602): it prices the default
+ * lifetime anyway, so that is no failure (`log` says so); anything else is.
+ */
+export async function setTwinOverrides(
+    client: Pick<DaemonClient, 'setOverride'>,
+    sessionId: string,
+    log: (line: string) => void = () => undefined,
+): Promise<SettingsResult | undefined> {
+    let result: SettingsResult | undefined;
+    for (const [key, value] of TWIN_OVERRIDES) {
+        try {
+            result = await client.setOverride(sessionId, key, value);
+        } catch (err) {
+            if ((err as { code?: unknown }).code !== ErrorCodes.InvalidParams) {
+                throw err;
+            }
+            log(`session ${sessionId}: the daemon refused ${key} = ${JSON.stringify(value)} (${err instanceof Error ? err.message : String(err)}); an older daemon knows no cache lifetime`);
+        }
+    }
+    return result;
+}
 
 /** How many conversations the window remembers at all (ids only, beyond `max`). */
 const MAX_REMEMBERED = 256;
@@ -24,6 +64,8 @@ export class ChatSessions {
     private order: string[] = [];
 
     private readonly calls: SentCalls;
+    /** Sessions this window set TWIN_OVERRIDES on. */
+    private readonly overridden = new Set<string>();
 
     /** At most `max` conversations keep their history here (the others get a whole one next time). */
     constructor(private readonly max = 16) {
@@ -75,11 +117,30 @@ export class ChatSessions {
         return this.calls.asSent(message);
     }
 
+    /**
+     * Whether TWIN_OVERRIDES are to be set on the session before its next compact: once a window,
+     * and again whenever the daemon held none of the conversation it was handed (`heldNothing`:
+     * the session is new, or was deleted since).
+     */
+    needsTwinOverrides(sessionId: string, heldNothing: boolean): boolean {
+        return heldNothing || !this.overridden.has(sessionId);
+    }
+
+    /** TWIN_OVERRIDES are set on the session. */
+    twinOverridesSet(sessionId: string): void {
+        this.overridden.add(sessionId);
+    }
+
     /** Marks the session as the current conversation. */
     served(sessionId: string): void {
         this.order = [sessionId, ...this.order.filter((id) => id !== sessionId)].slice(0, MAX_REMEMBERED);
         for (const old of this.order.slice(this.max)) {
             this.held.delete(old);
+        }
+        if (this.overridden.size > MAX_REMEMBERED) {
+            // Forgotten conversations: their overrides are set again should they come back.
+            const kept = new Set(this.order);
+            [...this.overridden].filter((id) => !kept.has(id)).forEach((id) => this.overridden.delete(id));
         }
     }
 

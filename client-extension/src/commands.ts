@@ -11,7 +11,7 @@ import * as vscode from 'vscode';
 
 import { REINSTALL_COMMAND, type Daemon } from './daemon';
 import type { DaemonClient } from './daemonClient';
-import { HISTORY_VIEWS, STRATEGIES, type CompactResult, type HistoryView, type SettingsResult, type Status } from './protocol';
+import { CACHE_TTL_SETTINGS, HISTORY_VIEWS, STRATEGIES, type CompactResult, type HistoryView, type SettingsResult, type Status } from './protocol';
 import { formatCount, statusText } from './status';
 import type { StatusBar } from './statusBar';
 
@@ -220,6 +220,8 @@ export class CommandRunner {
             choices = [...STRATEGIES];
         } else if (key === 'summarizer.provider') {
             choices = ['client', 'openai'];
+        } else if (key === 'cache.ttl') {
+            choices = [...CACHE_TTL_SETTINGS];
         } else if (typeof now === 'boolean') {
             choices = ['true', 'false'];
         }

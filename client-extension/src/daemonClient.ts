@@ -82,6 +82,14 @@ export class DaemonClient {
         return this.request(Methods.usage, definedOnly(params) as UsageParams);
     }
 
+    /**
+     * What a refresh call sends now (or at `at`): the history the provider holds, its breakpoints
+     * and their lifetimes; an empty history when no refresh pays. The daemon bills it like a call.
+     */
+    refresh(sessionId: string, options: { at?: number } = {}): Promise<CompactResult> {
+        return this.request(Methods.refresh, { sessionId, ...definedOnly(options) });
+    }
+
     retrieve(sessionId: string, callId: string): Promise<RetrieveResult> {
         return this.request(Methods.retrieve, { sessionId, callId });
     }

@@ -10,6 +10,7 @@
 import type {
     Block,
     CacheReport,
+    CacheTtl,
     CodeBlock,
     CompactResult,
     CompressionReport,
@@ -19,6 +20,8 @@ import type {
     HistoryView,
     IContent,
     MediaBlock,
+    PriceMatch,
+    PricedAs,
     Speaker,
     Status,
     TextBlock,
@@ -31,6 +34,7 @@ import type {
 export type {
     Block,
     CacheReport,
+    CacheTtl,
     CodeBlock,
     CompactResult,
     CompressionReport,
@@ -40,6 +44,8 @@ export type {
     HistoryView,
     IContent,
     MediaBlock,
+    PriceMatch,
+    PricedAs,
     Speaker,
     Status,
     TextBlock,
@@ -61,6 +67,7 @@ export const Methods = {
     sync: 'history/sync',
     usage: 'history/usage',
     retrieve: 'history/retrieve',
+    refresh: 'history/refresh',
     get: 'history/get',
     setOverride: 'history/setOverride',
     settings: 'history/settings',
@@ -108,6 +115,51 @@ export type Strategy = (typeof STRATEGIES)[number];
 /** Strategies that need a summarizer (an LLM). */
 export const LLM_STRATEGIES: readonly string[] = ['middle-out', 'one-shot'];
 export const HISTORY_VIEWS: readonly HistoryView[] = ['curated', 'raw', 'transcript'];
+/**
+ * `cache.ttl`: the lifetimes the client can ask its cache breakpoints: the provider's default
+ * only (`5m`), an hour on every one (`1h`), or each as `cache.breakpointTtls` says (`auto`).
+ */
+export const CACHE_TTL_SETTINGS = ['5m', '1h', 'auto'] as const;
+export type CacheTtlSetting = (typeof CACHE_TTL_SETTINGS)[number];
+
+// -- the fields of the shapes, to hold them to PROTOCOL.md and to the daemon ----------------------
+
+/** Usage's fields (PROTOCOL.md "Status"). */
+export const USAGE_FIELDS = ['calls', 'inputTokens', 'cacheReadTokens', 'cacheWriteTokens', 'outputTokens'] as const satisfies readonly (keyof Usage)[];
+/** Status's fields as PROTOCOL.md lists them. */
+export const STATUS_FIELDS = [
+    'sessionId',
+    'version',
+    'entryCount',
+    'totalTokens',
+    'contextLimit',
+    'threshold',
+    'percent',
+    'strategy',
+    'savedTokens',
+    'pendingTokens',
+    'maskedOutputs',
+    'maskedTokens',
+    'usage',
+] as const satisfies readonly (keyof Status)[];
+/**
+ * Daemon additions not yet in the contract: Status fields the daemon sends that PROTOCOL.md does
+ * not list. The tests fail when PROTOCOL.md lists one (move it to STATUS_FIELDS) or when the
+ * daemon sends a field neither list has.
+ */
+export const STATUS_DAEMON_ADDITIONS = ['predicted', 'mispredicted', 'pricedAs'] as const satisfies readonly (keyof Status)[];
+/** CompactResult `cache`'s fields (PROTOCOL.md "CompactResult"). */
+export const CACHE_REPORT_FIELDS = [
+    'pricing',
+    'stablePrefix',
+    'editsApplied',
+    'editsPending',
+    'pendingTokens',
+    'cold',
+    'breakpoints',
+    'breakpointTtls',
+    'refreshAt',
+] as const satisfies readonly (keyof CacheReport)[];
 
 // -- params and results ---------------------------------------------------------------------------
 
@@ -152,6 +204,10 @@ export interface UsageParams extends SessionParams {
     cacheReadTokens?: number;
     cacheWriteTokens?: number;
     outputTokens?: number;
+    at?: number;
+}
+/** `history/refresh`: what a refresh call sends at `at` (ms since the epoch; default: the daemon's clock). */
+export interface RefreshParams extends SessionParams {
     at?: number;
 }
 export interface RetrieveParams extends SessionParams {
@@ -225,6 +281,8 @@ export interface RequestMap {
     'history/sync': [SyncParams, SyncResult];
     'history/usage': [UsageParams, Status];
     'history/retrieve': [RetrieveParams, RetrieveResult];
+    /** Always the whole history (empty when no refresh pays now); `density` and `compression` null. */
+    'history/refresh': [RefreshParams, CompactResult];
     'history/get': [GetParams, GetResult];
     'history/setOverride': [SetOverrideParams, SettingsResult];
     'history/settings': [SessionParams, SettingsResult];
@@ -249,19 +307,30 @@ export function isStatus(value: unknown): value is Status {
     }
     const numbers = ['version', 'entryCount', 'totalTokens', 'contextLimit', 'threshold', 'percent', 'savedTokens'];
     const isNumber = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
-    // pendingTokens, usage and the masked figures are protocol 2: checked when present, so a
-    // protocol-1 daemon still shows.
-    const usage = value.usage;
+    const isUsage = (u: unknown) => isRecord(u) && USAGE_FIELDS.every((k) => isNumber(u[k]));
+    // pendingTokens, usage, the masked figures and the price table's are later than protocol 1:
+    // checked when present, so an older daemon still shows.
+    const optional = (v: unknown, ok: (v: unknown) => boolean) => v === undefined || ok(v);
     return (
         typeof value.sessionId === 'string' &&
         typeof value.strategy === 'string' &&
         numbers.every((k) => isNumber(value[k])) &&
-        (value.pendingTokens === undefined || isNumber(value.pendingTokens)) &&
-        (value.maskedOutputs === undefined || isNumber(value.maskedOutputs)) &&
-        (value.maskedTokens === undefined || isNumber(value.maskedTokens)) &&
-        (usage === undefined ||
-            (isRecord(usage) && ['calls', 'inputTokens', 'cacheReadTokens', 'cacheWriteTokens', 'outputTokens'].every((k) => isNumber(usage[k]))))
+        optional(value.pendingTokens, isNumber) &&
+        optional(value.maskedOutputs, isNumber) &&
+        optional(value.maskedTokens, isNumber) &&
+        optional(value.usage, isUsage) &&
+        optional(value.predicted, isUsage) &&
+        optional(value.mispredicted, isNumber) &&
+        optional(value.pricedAs, isPricedAs)
     );
+}
+
+/**
+ * `pricedAs`: a model id or null, and a match. A match this extension does not know yet is
+ * kept (only `fallback` changes what is shown), so a newer daemon's Status still shows.
+ */
+function isPricedAs(value: unknown): boolean {
+    return isRecord(value) && (value.model === null || typeof value.model === 'string') && typeof value.match === 'string';
 }
 
 /** The daemon's `capabilities.experimental.hdcontext.protocolVersion`, if it says one. */

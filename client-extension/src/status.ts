@@ -100,7 +100,10 @@ export function statusLevel(s: Status): Level {
     return 'normal';
 }
 
-/** Plain-text tooltip: session, tokens, strategy, threshold, saved tokens, and the level's reason. */
+/**
+ * Plain-text tooltip: session, tokens, strategy, threshold, saved tokens, what waits and what was
+ * masked, the prompt cache, how the session is priced when that needs saying, and the level's reason.
+ */
 export function statusTooltip(s: Status, extra: { sessionCount?: number } = {}): string {
     const lines = [
         `hdcontext · session ${s.sessionId}`,
@@ -117,7 +120,7 @@ export function statusTooltip(s: Status, extra: { sessionCount?: number } = {}):
     if (masked) {
         lines.push(masked);
     }
-    lines.push(cacheLine(s));
+    lines.push(cacheLine(s), ...pricingLines(s));
     const level = statusLevel(s);
     if (level === 'error') {
         lines.push(
@@ -162,6 +165,44 @@ function cacheLine(s: Status): string {
     );
 }
 
+/**
+ * What the user should know of how the session is priced, when there is something to say: a
+ * model the price table lacks (`pricedAs.match` fallback), and calls that read from the prompt
+ * cache otherwise than the daemon expected (`mispredicted`). Plain text, one line each.
+ */
+function pricingLines(s: Status): string[] {
+    const lines: string[] = [];
+    const priced = fallbackPrices(s);
+    if (priced) {
+        lines.push(`Priced as ${priced}: this session's model is not in the price table, so hdcontext plans with that model's prices (hdcontext.cache.prices can set yours)`);
+    }
+    const missed = mispredictedCalls(s);
+    if (missed) {
+        lines.push(`Prompt cache not as expected on ${missed}: the model read much more or much less from it than hdcontext planned for (over a quarter off), so its pruning may cost more than it reckoned`);
+    }
+    return lines;
+}
+
+/** The row a session's model falls back to (its provider's most common), when it does. */
+function fallbackPrices(s: Status): string | undefined {
+    const p = s.pricedAs;
+    if (p?.match !== 'fallback') {
+        return undefined;
+    }
+    return p.model ?? "its provider's usual model";
+}
+
+/** `3 of 12 model calls`, `1 model call`: the calls held against the daemon's expectation that missed it. */
+function mispredictedCalls(s: Status): string | undefined {
+    const n = s.mispredicted ?? 0;
+    if (!(n > 0)) {
+        return undefined;
+    }
+    const of = s.predicted?.calls ?? s.usage?.calls ?? 0;
+    const calls = (k: number) => `${formatCount(k)} model ${k === 1 ? 'call' : 'calls'}`;
+    return of >= n ? `${formatCount(n)} of ${calls(of)}` : calls(n);
+}
+
 /** The `@hdcontext /status` answer (Markdown): the conversation's tokens, savings and cost figures. */
 export function statusReport(s: Status): string {
     const lines = [
@@ -189,6 +230,20 @@ export function statusReport(s: Status): string {
         );
     } else {
         lines.push('- Model calls: the model has not reported its token usage (cache figures appear when it does).');
+    }
+    const priced = fallbackPrices(s);
+    if (priced) {
+        lines.push(
+            `- Priced as **${priced}**: this conversation's model is not in hdcontext's price table, so hdcontext plans its pruning with that model's prices ` +
+                '(`hdcontext.cache.prices` can set yours).',
+        );
+    }
+    const missed = mispredictedCalls(s);
+    if (missed) {
+        lines.push(
+            `- Prompt cache not as expected on ${missed}: the model read much more or much less from it than hdcontext planned for (over a quarter off), ` +
+                'so its pruning may cost more than it reckoned.',
+        );
     }
     lines.push(`- Strategy: ${s.strategy}, compresses at ${formatPercent(s.threshold * 100)} (${formatCount(compressionPoint(s))} tokens).`);
     lines.push(`- Session: \`${s.sessionId}\`.`);

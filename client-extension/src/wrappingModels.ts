@@ -4,10 +4,11 @@
  * panel's model picker and to every extension that selects models.
  *
  * A request to one: the chat's messages become entries (chatConversion.ts), `history/sync` hands
- * them to the daemon under the conversation's session id, `history/compact` answers the history
- * to send (a delta from the one this window holds), and that goes to the real model with the
- * request's tools (plus `hdcontext_retrieve`), tool mode and model options. Every part of the
- * real model's answer streams back as it comes. When the daemon cannot start or answer, the
+ * them to the daemon under the conversation's session id (and, once, the session overrides that
+ * say it can ask the prompt cache no lifetime but the default: chatSessions.TWIN_OVERRIDES),
+ * `history/compact` answers the history to send (a delta from the one this window holds), and
+ * that goes to the real model with the request's tools (plus `hdcontext_retrieve`), tool mode and
+ * model options. Every part of the real model's answer streams back as it comes. When the daemon cannot start or answer, the
  * conversation goes to the real model unchanged, and the user sees why, once: a daemon that cannot
  * start has said so itself (daemon.ts), so only the other reasons are warned of here.
  */
@@ -16,7 +17,7 @@ import * as vscode from 'vscode';
 
 import { toEntries, toMessages, toolPairProblems, conversationId } from './chatConversion';
 import { PartTable, unchanged } from './chatParts';
-import type { ChatSessions } from './chatSessions';
+import { setTwinOverrides, type ChatSessions } from './chatSessions';
 import { DaemonProblem, type Daemon } from './daemon';
 import { SETTINGS_SECTION, type Status } from './protocol';
 import { RETRIEVE_TOOL } from './retrieveTool';
@@ -157,11 +158,18 @@ export class WrappingModels implements vscode.LanguageModelChatProvider, vscode.
             throw new vscode.CancellationError();
         }
         const synced = await client.sync(sessionId, entries, { contextLimit: target.maxInputTokens, model: target.id });
+        // The breakpoints below can ask no lifetime, and nothing here makes refresh calls: the
+        // daemon must price this conversation at the default lifetime (5m), whatever the IDE settings say.
+        const { chats } = this.host;
+        if (chats.needsTwinOverrides(sessionId, synced.forkedAt === null && synced.appended === entries.length)) {
+            await setTwinOverrides(client, sessionId, (line) => this.host.log(line));
+            chats.twinOverridesSet(sessionId);
+        }
         const result = await client.compactDelta(sessionId, {
-            base: this.host.chats.base(sessionId),
+            base: chats.base(sessionId),
             pendingTokens: estimateTokens(JSON.stringify(options.tools ?? [])),
         });
-        const history = this.host.chats.apply(sessionId, result, entries);
+        const history = chats.apply(sessionId, result, entries);
         // The chat's message breakpoints go where the daemon says, so that the provider's cache
         // stays alive where held-back prunings start.
         const out = toMessages(history, breakpoints, (ref) => table.has(ref), result.cache?.breakpoints);

@@ -20,6 +20,7 @@ from bench.billing import PRICE_MODELS, Bill, PriceModel
 from hdcontext.core.compression.pairs import pairing_problems
 from hdcontext.core.content import IContent
 from hdcontext.core.session import Session
+from tests.examples import examples
 
 from .builders import ai_call, ai_text, human, tool_result
 
@@ -117,7 +118,7 @@ SETTINGS = st.sampled_from(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(plan=turns(), price=st.sampled_from(sorted(PRICE_MODELS)), extra=SETTINGS)
 def test_no_session_is_billed_more_than_for_the_whole_history(
     plan: list[tuple[list[IContent], int]], price: str, extra: dict[str, object]

@@ -66,16 +66,44 @@ def test_a_log_of_one_record_is_a_log() -> None:
     assert layout(log) == [("ai", ["text"])]
 
 
-def test_a_bad_line_is_skipped_with_a_warning_that_names_it() -> None:
+def test_bad_lines_are_skipped_with_one_warning_that_counts_and_names_them() -> None:
     records = session()
-    log = jsonl([records[0], '{"type": "assistant", "cut sho', *records[1:], "[1, 2]"])
+    cut = '{"type": "assistant", "cut sho'
+    log = jsonl([records[0], cut, *records[1:], "[1, 2]"])
     assert detect_format(log) == "claude-code"
     conversation, _ = load(log)
     assert len(conversation.entries) == 6
-    assert len(conversation.warnings) == 2
-    assert conversation.warnings[0].startswith("line 2 is not JSON (")
-    assert conversation.warnings[0].endswith("): skipped")
-    assert conversation.warnings[1] == "line 8 is not a JSON object: skipped"
+    share = (len(cut) + 1 + len("[1, 2]") + 1) / len(log.encode())
+    lines = f"2 of {len(records) + 2} lines ({share:.1%} of the file's bytes)"
+    assert conversation.incomplete == lines
+    (warning,) = conversation.warnings
+    assert warning.startswith(
+        f"skipped {lines} that are not JSON records: lines 2, 8 (the first: line 2 is not JSON ("
+    )
+    with pytest.raises(FormatError, match=r"^line 2 is not JSON"):
+        load(log, strict=True)
+    whole, _ = load(jsonl(records))
+    assert whole.incomplete is None and whole.warnings == ()
+
+
+def test_a_log_damaged_throughout_gives_one_warning_with_the_share_it_lost() -> None:
+    """As a redaction tool leaves a log: most lines cut short. One warning, not one a line:
+    how many, what share of the bytes, the first five line numbers."""
+    records = [*session(), *session()]
+    lines = [json.dumps(r) for r in records]
+    damaged = [line[: len(line) // 3] if n % 4 else line for n, line in enumerate(lines)]
+    log = "".join(line + "\n" for line in damaged)
+    conversation, _ = load(log)
+    bad = [n + 1 for n in range(len(lines)) if n % 4]
+    warning, *others = conversation.warnings
+    assert not any("not JSON" in w for w in others), others  # the results left without calls
+    share = sum(len(damaged[n - 1]) + 1 for n in bad) / len(log.encode())
+    assert warning.startswith(
+        f"skipped {len(bad)} of {len(lines)} lines ({share:.0%} of the file's bytes) that are "
+        f"not JSON records: lines {', '.join(map(str, bad[:5]))}, … (the first: line 2 is not "
+        "JSON ("
+    )
+    assert share > 0.5  # most of what is left of the file is what was lost
     with pytest.raises(FormatError, match=r"^line 2 is not JSON"):
         load(log, strict=True)
 
@@ -124,7 +152,9 @@ def test_a_result_without_its_call_in_a_whole_log_is_kept_for_the_refusal() -> N
 def test_a_first_line_that_is_not_json_does_not_hide_the_format() -> None:
     log = jsonl(["garbage", *session()])
     assert detect_format(log) == "claude-code"
-    assert load(log)[0].warnings[0].startswith("line 1 is not JSON")
+    (warning,) = load(log)[0].warnings
+    assert warning.startswith("skipped 1 of ")
+    assert "lines (" in warning and ": line 1 (the first: line 1 is not JSON (" in warning
 
 
 def test_text_that_is_not_a_log_is_still_invalid_json() -> None:

@@ -1,7 +1,13 @@
-"""The ``hdcontext compact`` command, run as a user runs it: the installed console script."""
+"""The ``hdcontext`` command as a user runs it: ``main(argv)``, what the installed console
+script calls, with its exit status, stdout and stderr. Most tests call it in this process (a
+new interpreter per call costs a second of imports and the tokenizer's load, 123 times); the
+installed console script itself runs for ``--version`` and for the exit status 1 of a history
+left over the limit."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import subprocess
@@ -31,10 +37,22 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "session.json"
 
 
-def hdcontext(*args: str) -> subprocess.CompletedProcess[str]:
+def console_script(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed ``hdcontext`` script (else ``python -m hdcontext``), a process of its own."""
     exe = shutil.which("hdcontext", path=str(Path(sys.executable).parent))
     command = [exe] if exe else [sys.executable, "-m", "hdcontext"]
     return subprocess.run([*command, *args], capture_output=True, text=True, timeout=120)
+
+
+def hdcontext(*args: str) -> subprocess.CompletedProcess[str]:
+    """``main(args)`` as the console script runs it (argparse's exits included), in this process."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    return subprocess.CompletedProcess(["hdcontext", *args], code, out.getvalue(), err.getvalue())
 
 
 def test_compact_json_prunes_the_examples_stale_read_and_duplicate_readme() -> None:
@@ -177,7 +195,7 @@ def test_convert_needs_a_target() -> None:
 
 
 def test_version_and_help_say_what_they_should() -> None:
-    version = hdcontext("--version")
+    version = console_script("--version")
     assert version.returncode == 0
     assert version.stdout.strip() == "hdcontext 0.1.0"
     for command in ([], ["compact"], ["convert"]):
@@ -202,7 +220,7 @@ def test_llm_strategy_error_says_what_to_do_instead() -> None:
 
 
 def test_compact_over_the_limit_prints_the_result_and_exits_1() -> None:
-    run = hdcontext("compact", str(EXAMPLE), "--context-limit", "1", "--json")
+    run = console_script("compact", str(EXAMPLE), "--context-limit", "1", "--json")
     assert run.returncode == 1
     assert json.loads(run.stdout)["overLimit"] is True
     assert run.stderr.startswith("hdcontext: session.json: still over the context limit after")
@@ -233,11 +251,35 @@ def test_a_bad_line_is_a_warning_unless_strict(tmp_path: Path) -> None:
     log = write_log(tmp_path, [*records[:2], '{"type": "user", "mess', *records[2:]])
     run = hdcontext("compact", str(log), "--json")
     assert run.returncode == 0
-    assert run.stderr.startswith("hdcontext: s.jsonl: line 3 is not JSON (")
+    (warning,) = run.stderr.splitlines()
+    assert warning.startswith(f"hdcontext: s.jsonl: skipped 1 of {len(records) + 1} lines (")
+    assert "that are not JSON records: line 3 (the first: line 3 is not JSON (" in warning
     strict = hdcontext("compact", str(log), "--strict")
     assert strict.returncode == 2
     assert strict.stderr.count("\n") == 1
     assert "s.jsonl is not a conversation hdcontext reads: line 3 is not JSON" in strict.stderr
+
+
+def test_the_table_says_when_the_input_was_incomplete(tmp_path: Path) -> None:
+    records = session()
+    lines = [json.dumps(r) for r in records]
+    cut = [line[: len(line) // 2] if n in (2, 4) else line for n, line in enumerate(lines)]
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text("".join(line + "\n" for line in cut), encoding="utf-8")
+    run = hdcontext("compact", str(damaged))
+    assert run.returncode == 0, run.stderr
+    header, incomplete = run.stdout.splitlines()[:2]
+    assert header.startswith("damaged.jsonl: claude-code · ")
+    share = sum(len(cut[n]) + 1 for n in (2, 4)) / damaged.stat().st_size
+    assert incomplete == (
+        f"incomplete input: 2 of {len(lines)} lines ({share:.0%} of the file's bytes) skipped, "
+        "not JSON records; the figures below count what could be read"
+    )
+    warnings = [w for w in run.stderr.splitlines() if "not JSON records" in w]
+    assert len(warnings) == 1 and ": lines 3, 5 (the first: line 3 " in warnings[0]
+    whole = write_log(tmp_path, records, "whole.jsonl")
+    assert "incomplete" not in hdcontext("compact", str(whole)).stdout
+    assert hdcontext("compact", str(damaged), "--strict").returncode == 2
 
 
 def test_sub_agent_threads_are_conversations_of_their_own(tmp_path: Path) -> None:
@@ -421,11 +463,13 @@ def test_a_real_log_with_cut_lines_imports_what_it_still_holds(
     assert main(["compact", str(damaged), "--json"]) == 0
     out, err = capsys.readouterr()
     warnings = err.splitlines()
-    assert [w.split(" is not JSON")[0] for w in warnings[:3]] == [
-        f"hdcontext: {path.name}: line {n}" for n in numbers
-    ]
-    assert len(warnings) == 4, err
-    assert warnings[3].startswith(
+    assert len(warnings) == 2, err  # one for the file's lines, one for the results they lost
+    assert warnings[0].startswith(f"hdcontext: {path.name}: skipped 3 of ")
+    assert (
+        f"that are not JSON records: lines {', '.join(map(str, numbers))} (the first: "
+        in (warnings[0])
+    )
+    assert warnings[1].startswith(
         f"hdcontext: {path.name}: dropped {len(orphans)} tool result(s) whose call is not in "
         "the log, most likely on a line that could not be read ("
     )

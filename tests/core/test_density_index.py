@@ -30,6 +30,7 @@ from hdcontext.core.density.engine import DensityEngine
 from hdcontext.core.density.optimize import optimize, read_times
 from hdcontext.core.density.types import DensityConfig, DensityResult, FileWrite
 from hdcontext.core.history import History
+from tests.examples import examples
 
 from .builders import call, inclusion, response
 
@@ -253,7 +254,7 @@ async def _play(steps: Sequence[tuple[str, Any]], config: DensityConfig) -> int:
     return checked
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(turns(), configs)
 def test_the_engine_gives_what_the_cold_fold_gives(
     steps: list[tuple[str, Any]], config: DensityConfig

@@ -23,6 +23,7 @@ from hdcontext.core.compression.types import CompressionContext
 from hdcontext.core.content import Block, IContent, ToolCallBlock, ToolResponseBlock
 from hdcontext.core.density.types import DensityConfig, DensityResult, FileWrite
 from hdcontext.core.tokens import count_entry
+from tests.examples import examples
 
 from .builders import ai, ai_text, call, human, inclusion, response, tools
 
@@ -187,7 +188,7 @@ def call_ids(history: Sequence[IContent]) -> set[str]:
     return {b.id for e in history for b in e.blocks if isinstance(b, ToolCallBlock)}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(scenarios(), density_configs)
 def test_req_hd_013_7_result_indices_are_in_bounds_sorted_and_disjoint(
     s: Scenario, config: DensityConfig
@@ -208,7 +209,7 @@ def test_req_hd_013_7_result_indices_are_in_bounds_sorted_and_disjoint(
     assert (counted == 0) == result.is_empty
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(scenarios(), density_configs)
 def test_req_hd_005_006_007_optimize_is_idempotent(s: Scenario, config: DensityConfig) -> None:
     full = with_ledger(config, s)
@@ -217,7 +218,7 @@ def test_req_hd_005_006_007_optimize_is_idempotent(s: Scenario, config: DensityC
     assert strategy.optimize(once, full).is_empty
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(scenarios(), density_configs)
 def test_req_hd_005_6_and_005_7_exactly_the_stale_reads_go(
     s: Scenario, config: DensityConfig
@@ -238,14 +239,14 @@ def test_req_hd_005_6_and_005_7_exactly_the_stale_reads_go(
             assert read.call_id in survivors
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(scenarios(), density_configs)
 def test_req_hd_005_8_pairs_stay_whole(s: Scenario, config: DensityConfig) -> None:
     output = apply(s.history, HighDensityStrategy().optimize(s.history, with_ledger(config, s)))
     assert pairing_problems(output) <= pairing_problems(s.history)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(70), deadline=None)
 @given(scenarios(), density_configs)
 def test_req_hd_006_latest_inclusions_and_human_entries_stay(
     s: Scenario, config: DensityConfig
@@ -257,7 +258,7 @@ def test_req_hd_006_latest_inclusions_and_human_entries_stay(
         assert humans[-1] not in result.replacements  # nothing is included after it
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(70), deadline=None)
 @given(scenarios(), density_configs)
 def test_req_hd_001_optimize_leaves_its_input_alone(s: Scenario, config: DensityConfig) -> None:
     before = list(s.history)
@@ -268,7 +269,7 @@ def test_req_hd_001_optimize_leaves_its_input_alone(s: Scenario, config: Density
     assert [e.to_wire() for e in s.history] == wire
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(70), deadline=None)
 @given(
     scenarios(),
     st.floats(0.01, 0.99),

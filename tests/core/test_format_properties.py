@@ -21,6 +21,7 @@ from hdcontext.core.validity import problems
 from hdcontext.formats.conversation import Conversation
 from hdcontext.formats.exporters import export
 from hdcontext.formats.importers import load
+from tests.examples import examples
 
 # Texts a model or a person wrote: never blank (importers drop blank texts, exporters never
 # write them: test_validity.py covers those).
@@ -74,7 +75,7 @@ def round_trip(conversation: Conversation, fmt: str) -> Conversation:
     return back
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(history=turns(thinking=False), system=st.one_of(st.none(), TEXT))
 def test_every_format_round_trips_histories_without_thinking(
     history: list[IContent], system: str | None
@@ -86,7 +87,7 @@ def test_every_format_round_trips_histories_without_thinking(
         assert problems(back.entries) == []
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(history=turns(thinking=True))
 def test_gemini_and_openai_reasoning_content_round_trip_thinking(
     history: list[IContent],

@@ -53,10 +53,12 @@ ALLOWED = {
 # room of edges/ -> the rooms of edges/ it may import: each only the rooms below it. The LSP
 # daemon serves the proxy beside it when the editor asks (``initializationOptions.proxy``), so
 # lsp sits above proxy; both serve the daemon's sessions; the daemon keeps them in storage.
+# stats reads what storage keeps of the calls (the proxy's page, the editor's view show it).
 ROOMS = {
-    "lsp": {"lsp", "proxy", "daemon", "storage"},
-    "proxy": {"proxy", "daemon", "storage"},
-    "daemon": {"daemon", "storage"},
+    "lsp": {"lsp", "proxy", "daemon", "stats", "storage"},
+    "proxy": {"proxy", "daemon", "stats", "storage"},
+    "daemon": {"daemon", "stats", "storage"},
+    "stats": {"stats", "storage"},
     "storage": {"storage"},
 }
 

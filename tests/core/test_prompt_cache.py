@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from bench.billing import PRICE_MODELS, Bill
-from hdcontext.core.cache.ledger import CostLedger
+from hdcontext.core.cache.ledger import Charge, CostLedger
 from hdcontext.core.cache.pricing import ANTHROPIC, OPENAI, OPENAI_BREAKPOINTS, Pricing
-from hdcontext.core.cache.prompt_cache import Call, PromptCache
+from hdcontext.core.cache.prompt_cache import Call, Placed, PromptCache
 from hdcontext.core.cache.schedule import Candidate
 from hdcontext.core.density.edits import Edit
 from hdcontext.core.session import Session
@@ -61,14 +61,22 @@ def _call(
 
 
 def _warm(held: tuple[tuple[int, int], ...]) -> PromptCache:
-    return PromptCache(held=held, ledger=CostLedger(calls=1, last_at=held[-1][1]))
+    """Entries of the default lifetime, each (length, last used)."""
+    entries = tuple((q, used, TTL) for q, used in held)
+    return PromptCache(held=entries, ledger=CostLedger(calls=1, last_at=held[-1][1]))
+
+
+def _used(cache: PromptCache) -> tuple[tuple[int, int], ...]:
+    """The entries as (length, last used)."""
+    return tuple((q, used) for q, used, _ in cache.held)
 
 
 def test_live_entries_are_those_the_request_starts_with_and_the_cache_still_holds() -> None:
     cache = _warm(((3, 1_000), (7, 2_000), (12, 3_000), (20, 4_000)))
-    assert cache.live(_call(30, unchanged=15, at=4_500)) == ((3, 1_000), (7, 2_000), (12, 3_000))
+    early = cache.live(_call(30, unchanged=15, at=4_500))
+    assert early == ((3, 1_000, TTL), (7, 2_000, TTL), (12, 3_000, TTL))
     later = _call(30, unchanged=20, at=301_500)  # 3 was last used more than five minutes before
-    assert cache.live(later) == ((7, 2_000), (12, 3_000), (20, 4_000))
+    assert cache.live(later) == ((7, 2_000, TTL), (12, 3_000, TTL), (20, 4_000, TTL))
     assert cache.reported_cold().live(later) == ()
 
 
@@ -113,13 +121,14 @@ def test_an_anchor_goes_right_before_the_first_waiting_edit() -> None:
 def test_a_call_keeps_the_entries_it_wrote_and_read_and_the_ledger_bills_the_read() -> None:
     cache = _warm(((10, 1_000), (40, 2_000)))
     request = _call(45, unchanged=45, at=5_000)
-    after = cache.called(request, (12, 45), off_total=4_500)
-    assert after.held == ((10, 1_000), (12, 5_000), (40, 5_000), (45, 5_000))
+    after, bill = cache.called(request, Placed.default((12, 45)), off_total=4_500)
+    assert _used(after) == ((10, 1_000), (12, 5_000), (40, 5_000), (45, 5_000))
     # 40 entries read at 0.1, 5 written at 1.25.
     assert after.ledger.spent == 40 * 100 * 0.1 + 5 * 100 * 1.25
+    assert bill.charge == Charge(read=4_000, write=500) and bill.cost == after.ledger.spent
     # An entry past a change is gone for good.
-    changed = after.called(_call(47, unchanged=11, at=6_000), (47,), off_total=4_700)
-    assert [q for q, _ in changed.held] == [10, 47]
+    changed, _ = after.called(_call(47, unchanged=11, at=6_000), Placed.default((47,)), 4_700)
+    assert [q for q, _, _ in changed.held] == [10, 47]
 
 
 def _edit(start: int, saving: int) -> Candidate:
@@ -130,11 +139,11 @@ def test_the_schedule_plans_with_the_anchor_it_placed() -> None:
     # One edit at entry 12 of 45 that saves 3,000 tokens, the session having saved 1,000.
     edit = [_edit(12, 3_000)]
     ledger = CostLedger(calls=10, last_at=2_000, spent=2_000.0, spent_off=3_000.0)
-    without = PromptCache(held=((45, 2_000),), ledger=ledger)
+    without = PromptCache(held=((45, 2_000, TTL),), ledger=ledger)
     # Without an anchor, applying it would write the whole history again: it waits.
     assert not without.choose(_call(47, unchanged=45), edit, all_now=False).apply
     # With the anchor at 12 alive, the batch rewrites from there: it applies.
-    anchored = PromptCache(held=((12, 2_000), (45, 2_000)), ledger=ledger)
+    anchored = PromptCache(held=((12, 2_000, TTL), (45, 2_000, TTL)), ledger=ledger)
     assert anchored.choose(_call(47, unchanged=45), edit, all_now=False).apply
     # A client that places only the last breakpoint cannot re-hit the anchor: it waits.
     tail = _call(47, unchanged=45, slots=1)
@@ -220,7 +229,7 @@ async def test_what_the_provider_holds_is_saved_with_the_session() -> None:
         await s.compact(at=1_000 * (k + 1))
     state = s.export_state()
     # Each request's end was read again by the next call (it hit it), the last one written.
-    assert state.cache.prompt.held == ((2, 2_000), (4, 3_000), (6, 3_000))
+    assert _used(state.cache.prompt) == ((2, 2_000), (4, 3_000), (6, 3_000))
     again = SessionState.from_json(state.to_json())
     assert again.cache == state.cache
 
@@ -236,7 +245,7 @@ def test_a_session_saved_before_breakpoints_keeps_its_request_ends() -> None:
         ' "cache_read_tokens": 0, "cache_write_tokens": 0, "output_tokens": 0}}}'
     )
     state = SessionState.from_json(old)
-    assert state.cache.prompt.held == ((2, 2_000), (4, 3_000))
+    assert state.cache.prompt.held == ((2, 2_000, TTL), (4, 3_000, TTL))
     assert state.cache.prompt.ledger.spent == 5.0
     assert state.cache.reply.raw_len == 4
 

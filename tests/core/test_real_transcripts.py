@@ -192,7 +192,7 @@ async def test_keeping_the_latest_view_prunes_exactly_the_covered_reads(path: Pa
 
 
 async def test_a_read_whose_only_later_write_was_refused_stays_in_a_real_session() -> None:
-    """README, "Decisions where the seeds are silent": llxprt's optimize() counts any write
+    """docs/density.md, "Decisions where the seeds are silent": llxprt's optimize() counts any write
     call; here a write counts once it happened. In this real session the user refused the one
     MultiEdit after a Read, and the Read stays under the seeds' settings."""
     path = (

@@ -19,6 +19,7 @@ from hdcontext.core.compression.types import SummarizeRequest
 from hdcontext.core.content import IContent
 from hdcontext.core.session import Session
 from hdcontext.core.settings import Settings
+from tests.examples import examples
 
 from .builders import ai_call, ai_text, human, tool_result
 
@@ -143,7 +144,7 @@ async def _play(
         assert s.history.total_tokens == twin.history.total_tokens
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(changes, changes, changes)
 def test_restore_puts_the_session_back_and_it_goes_on_as_if_nothing_happened(
     before: list[tuple[str, Any]], failed: list[tuple[str, Any]], after: list[tuple[str, Any]]

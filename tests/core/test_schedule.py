@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from hdcontext.core.cache.ledger import CostLedger
-from hdcontext.core.cache.pricing import Pricing, pricing_for, provider_of
+import pytest
+
+from hdcontext.core.cache.ledger import Charge, CostLedger
+from hdcontext.core.cache.prices import provider_of
+from hdcontext.core.cache.pricing import Pricing, pricing_for
 from hdcontext.core.cache.schedule import Candidate, plan
 from hdcontext.core.compression.tool_summary import DISK_POINTER
 from hdcontext.core.density.edits import drop
 from hdcontext.core.session import Session
-from hdcontext.core.settings import resolve
+from hdcontext.core.settings import SettingError, resolve, validate
 
 from .builders import ai_call, ai_text, human, tool_result
 
@@ -93,34 +96,60 @@ def test_pricing_comes_from_the_model_unless_set() -> None:
     assert provider_of("gpt-4.1") == "openai" and provider_of("o3-mini") == "openai"
     assert provider_of("models/gemini-2.5-pro") == "gemini"
     assert provider_of("llama-3") == "anthropic" and provider_of(None) == "anthropic"
+    # Another provider named: its preset, whatever the model.
     values = resolve({"cache.pricing": "openai", "cache.writeCost": 1.5}, {}).values
     assert pricing_for(values, "claude-3") == Pricing("openai", 0.1, 1.5, 300_000)
     auto = resolve({"cache.ttlSeconds": 3600}, {}).values
     assert pricing_for(auto, "gemini-2.0") == Pricing("gemini", 0.25, 1.0, 3_600_000)
     defaults = resolve({}, {}).values
-    # Anthropic caches at breakpoints and finds an entry 20 content blocks back at most.
-    assert pricing_for(defaults, "claude-sonnet-4") == Pricing(
-        "anthropic", 0.1, 1.25, 300_000, at_breakpoints=True, lookback_blocks=20
-    )
+    # A Claude model: its row of the price table. Sonnet 4.6 reads at 0.1x, Opus 5.5 at
+    # 0.05x; both write at 1.25x (five minutes) and 2x (an hour), at breakpoints found 20
+    # content blocks back at most.
+    sonnet = pricing_for(defaults, "claude-sonnet-4-6")
+    assert (sonnet.read, sonnet.write, sonnet.write_long) == (0.1, 1.25, 2.0)
+    assert (sonnet.at_breakpoints, sonnet.lookback_blocks, sonnet.ttl_ms) == (True, 20, 300_000)
+    assert (sonnet.row, sonnet.match) == ("claude-sonnet-4-6", "exact")
+    opus = pricing_for(defaults, "claude-opus-5-5-20260922")
+    assert (opus.read, opus.write, opus.write_long) == (0.05, 1.25, 2.0)
+    assert (opus.row, opus.match) == ("claude-opus-5-5", "family")
+    # A model the table lacks: its provider's fallback row, and it says so.
+    unknown = pricing_for(defaults, "claude-foo")
+    assert (unknown.name, unknown.match) == ("anthropic", "fallback")
+    assert unknown.row == "claude-opus-5-5"
     # GPT-5.6 and later cache at breakpoints (never on the model's own message, found however
-    # far back), write at 1.25x and keep a prefix 30 minutes.
-    newer = Pricing(
-        "openai", 0.1, 1.25, 1_800_000, at_breakpoints=True, assistant_breakpoints=False
-    )
+    # far back), write at 1.25x and keep a prefix 30 minutes; older ones match any prefix.
     for model in ("gpt-5.6", "openai/gpt-5.6-sol", "gpt-6.1-sol", "gpt-5.6-codex"):
-        assert pricing_for(defaults, model) == newer, model
-    for model in ("gpt-5.5", "gpt-5", "gpt-4.1", "gpt-4o", "o3-mini", None):
+        newer = pricing_for(defaults, model)
+        assert (newer.at_breakpoints, newer.assistant_breakpoints) == (True, False), model
+        assert (newer.write, newer.ttl_ms, newer.lookback_blocks) == (1.25, 1_800_000, None)
+    for model in ("gpt-4.1", "gpt-4o", "o3-mini"):
+        older = pricing_for(defaults, model)
+        assert not older.at_breakpoints and older.write == 1.0, model
+    assert pricing_for(defaults, "gpt-4o").match == "fallback"
+    # OpenAI named for a model that is not OpenAI's: OpenAI's preset.
+    for model in ("claude-3", None):
         assert pricing_for(resolve({"cache.pricing": "openai"}, {}).values, model) == Pricing(
             "openai", 0.1, 1.0, 300_000
         ), model
 
 
+def test_a_price_override_changes_only_what_it_names() -> None:
+    mine = resolve({"cache.prices": {"claude-sonnet-4-6": {"cacheRead": 0.15}}}, {}).values
+    pricing = pricing_for(mine, "claude-sonnet-4-6")
+    assert (pricing.read, pricing.write, pricing.match) == (0.05, 1.25, "override")
+    # A model the table lacks gets a row of its own over its provider's fallback.
+    own = resolve({"cache.prices": {"claude-foo": {"input": 2, "cacheRead": 0.2}}}, {}).values
+    assert pricing_for(own, "claude-foo").read == 0.1
+    for bad in ({"claude-sonnet-4-6": {"cacheRead": -1}}, {"x": {"nope": 1}}, {"x": 3}, []):
+        with pytest.raises(SettingError):
+            validate("cache.prices", bad)
+
+
 def test_the_ledger_knows_a_cold_cache_and_what_was_saved() -> None:
     ledger = CostLedger()
     assert not ledger.warm(0, ANTHROPIC)
-    after = ledger.record(
-        at=0, warm=False, stable_tokens=0, total=80, off_total=100, pricing=ANTHROPIC
-    )
+    after, bill = ledger.record(at=0, charge=Charge(write=80), off_total=100, pricing=ANTHROPIC)
+    assert bill.off == Charge(write=100) and bill.off_cost - bill.cost == 20 * 1.25
     assert after.warm(300_000, ANTHROPIC) and not after.warm(300_001, ANTHROPIC)
     assert after.saved == 20 * 1.25
     assert dataclasses.replace(after, cold_reported=True).warm(1, ANTHROPIC) is False

@@ -47,6 +47,10 @@ def test_every_protocol_key_has_its_default() -> None:
         "cache.readCost",
         "cache.writeCost",
         "cache.maxBreakpoints",
+        "cache.prices",
+        "cache.ttl",
+        "cache.refresh",
+        "cache.refreshIdleSeconds",
     }
     w = r.to_wire()["values"]
     assert isinstance(w, dict)
@@ -68,6 +72,8 @@ def test_every_protocol_key_has_its_default() -> None:
     assert w["compression.density.keepLatestView"] is True
     assert w["cache.pricing"] == "auto"
     assert w["cache.ttlSeconds"] is None
+    assert w["cache.ttl"] == "5m" and w["cache.refresh"] is False
+    assert w["cache.refreshIdleSeconds"] == 3600
     assert set(r.sources.values()) == {"default"}
 
 
@@ -203,6 +209,11 @@ def test_resolved_values_are_typed_fields() -> None:
         ("cache.maxBreakpoints", 0),
         ("cache.maxBreakpoints", 5),
         ("cache.maxBreakpoints", "2"),
+        ("cache.ttl", "24h"),
+        ("cache.ttl", 300),
+        ("cache.refresh", "yes"),
+        ("cache.refresh", 1),
+        ("cache.refreshIdleSeconds", 0),
     ],
 )
 def test_protocol_v2_settings_are_validated(key: str, value: object) -> None:

@@ -11,6 +11,7 @@ from hdcontext.core.content import IContent, parse_entries
 from hdcontext.core.session import Session
 from hdcontext.core.state import SessionState
 from hdcontext.core.sync import entry_digest
+from tests.examples import examples
 
 OFF = {
     "compression.density.readWritePruning": False,
@@ -41,7 +42,7 @@ conversations = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(conversations)
 def test_the_working_view_follows_every_resent_conversation(sends: list[list[str]]) -> None:
     session = Session("s", settings=lambda: OFF, clock=lambda: 1)

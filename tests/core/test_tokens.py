@@ -23,6 +23,7 @@ from hdcontext.core.tokens import (
     count_text,
     encoding,
 )
+from tests.examples import examples
 
 
 def test_encoding_is_the_bundled_offline_cl100k() -> None:
@@ -130,7 +131,7 @@ _PIECES = st.sampled_from(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(_PIECES, min_size=1, max_size=200), st.integers(min_value=8, max_value=64))
 def test_cutting_before_a_space_after_a_non_space_changes_no_count(
     pieces: list[str], chunk: int

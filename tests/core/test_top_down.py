@@ -10,6 +10,7 @@ from hdcontext.core.compression.pairs import pairing_problems
 from hdcontext.core.compression.top_down import TopDownTruncationStrategy
 from hdcontext.core.compression.types import StrategyTrigger, can_optimize
 from hdcontext.core.content import IContent
+from tests.examples import examples
 
 from .strategy_builders import RecordingSummarizer, ai, call, chat, ctx, human, response, todo
 
@@ -124,7 +125,7 @@ def _build(units: list[str]) -> list[IContent]:
     return out
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     units=st.lists(_unit, min_size=0, max_size=12),
     sizes=st.lists(st.integers(min_value=0, max_value=400), min_size=36, max_size=36),

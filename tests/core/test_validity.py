@@ -31,6 +31,7 @@ from hdcontext.core.validity import (
 )
 from hdcontext.formats.conversation import Conversation
 from hdcontext.formats.exporters import export
+from tests.examples import examples
 
 from .builders import ai, ai_call, ai_text, call, human, response, tool_result, tools
 
@@ -315,7 +316,7 @@ def _content(history: tuple[IContent, ...] | list[IContent]) -> Counter[str]:
     )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(history=valid_histories())
 def test_valid_histories_pass_unchanged_and_export_valid(history: list[IContent]) -> None:
     assert problems(history) == []
@@ -326,7 +327,7 @@ def test_valid_histories_pass_unchanged_and_export_valid(history: list[IContent]
         assert exported.problems == (), fmt
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(pair=scrambled())
 def test_repair_puts_every_result_back_and_loses_nothing(
     pair: tuple[list[IContent], list[IContent]],
@@ -366,7 +367,7 @@ def any_histories(draw: st.DrawFn) -> list[IContent]:
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(history=any_histories())
 def test_repair_leaves_only_what_cannot_be_repaired(history: list[IContent]) -> None:
     fixed = repair(history)
@@ -378,7 +379,7 @@ def test_repair_leaves_only_what_cannot_be_repaired(history: list[IContent]) -> 
             assert export(Conversation(fixed.entries), fmt).problems == (), fmt
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(history=any_histories())
 def test_a_valid_history_exports_valid_in_every_format(history: list[IContent]) -> None:
     """What problems() accepts, every exporter writes acceptably: one invariant for both."""

@@ -14,7 +14,7 @@ from typing import Any
 from hdcontext.core.content import IContent, parse_entries
 from hdcontext.core.session import Session
 from hdcontext.edges.daemon.sessions import Registry
-from hdcontext.edges.storage.store import SaveOp, Store
+from hdcontext.edges.storage.store import SCHEMA_VERSION, SaveOp, Store
 
 from .harness import read_pair, text, write_pair
 
@@ -156,5 +156,5 @@ async def test_a_schema_1_database_goes_on_where_it_was(tmp_path: Path) -> None:
     assert wire((await registry(again).get("s")).history.raw) == raw
     await again.close()
     with sqlite3.connect(directory / "hdcontext.sqlite3") as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     db.close()

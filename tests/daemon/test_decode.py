@@ -24,11 +24,12 @@ from hdcontext.edges.lsp.decode import (
     decode,
     decode_text,
 )
+from tests.examples import examples
 
 from .jsonish import JSON, ODD, write_json
 
-EXAMPLES = max(3000, int(os.environ.get("HDCONTEXT_FUZZ_EXAMPLES", "0")))
-"""``make fuzz`` asks for more."""
+EXAMPLES = int(os.environ.get("HDCONTEXT_FUZZ_EXAMPLES", "600"))
+"""``make fuzz`` asks for more (50,000)."""
 
 ENVELOPES = st.fixed_dictionaries(
     {},
@@ -110,7 +111,7 @@ def test_both_ways_agree_and_what_they_take_is_clean(text: str) -> None:
         assert not any(0xD800 <= ord(c) <= 0xDFFF for c in fast.message)
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.binary(max_size=200))
 def test_any_bytes_are_decoded_or_refused_never_raised(body: bytes) -> None:
     outcome = decode(bytearray(body))

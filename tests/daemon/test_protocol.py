@@ -41,6 +41,9 @@ STATUS_KEYS = {
     "pendingTokens",
     "usage",
     "maskedOutputs",
+    "predicted",
+    "mispredicted",
+    "pricedAs",
     "maskedTokens",
 }
 

@@ -49,6 +49,10 @@ async def test_an_agent_through_the_daemons_proxy_shows_in_the_editor(tmp_path: 
                 if m.type == types.MessageType.Info and "proxy listening" in m.message
             ]
             (line,) = said
+            (notice,) = [
+                m.message for m in daemon.client.log_messages if "kept on disk" in m.message
+            ]
+            assert "initializationOptions.retentionDays" in notice  # said once, the editor's way
             found = re.search(r"(http://127\.0\.0\.1:\d+)", line)
             assert found is not None
             body = {

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from hdcontext.edges.daemon.conversation import Conversation, conversation
 from hdcontext.edges.lsp.decode import Incoming, Refused
 from hdcontext.edges.lsp.resent import MAX_RECORDS, MIN_BYTES, Resends
+from tests.examples import examples
 
 from .harness import start_daemon, text
 
@@ -217,7 +218,7 @@ _WRITERS = [
 ]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.lists(
         st.tuples(_STEP, st.integers(0, len(_WRITERS) - 1), st.sampled_from(["s", "t"])),

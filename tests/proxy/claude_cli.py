@@ -1,10 +1,12 @@
 """Claude Code's CLI for the proxy's end-to-end test, installed once into a cache folder.
 
 ``@anthropic-ai/claude-code`` at a pinned version, from the npm registry, into
-``~/.cache/hdcontext-e2e/claude-code-<version>`` (about 400 MB: npm brings the native binary
-for this platform as an optional package). The test says so before it installs. It is skipped
-with a reason when ``HDC_SKIP_EDITOR_TESTS=1`` (no install at all), when npm is missing, or
-when the registry cannot be reached.
+``~/.cache/hdcontext-e2e/claude-code-<version>`` (384 MB: npm brings the native binary for
+this platform as an optional package), by ``make claude-cli`` (``python -m
+tests.proxy.claude_cli``), which ``make test`` runs before pytest and which says what, how
+big and where before it installs. The test only uses it: it is skipped with a reason when
+``HDC_SKIP_EDITOR_TESTS=1`` (no install at all) or when the CLI is not installed (npm missing,
+the registry unreachable, or pytest run without ``make``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ VERSION = "2.1.332"
 PACKAGE = f"@anthropic-ai/claude-code@{VERSION}"
 CACHE = Path(os.environ.get("HDC_E2E_CACHE", Path.home() / ".cache" / "hdcontext-e2e"))
 INSTALL_TIMEOUT_S = 900
+SIZE = "384 MB"
 
 
 def folder() -> Path:
@@ -54,8 +57,22 @@ def quiet_env(extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def ensure() -> tuple[Path | None, str]:
-    """(the CLI, "") once installed, else (None, why it cannot be)."""
+def find() -> tuple[Path | None, str]:
+    """(the CLI, "") when it is installed, else (None, why not). Installs nothing: the install
+    is ``make claude-cli``'s (``make test`` runs it before pytest, and says so)."""
+    if os.environ.get("HDC_SKIP_EDITOR_TESTS") == "1":
+        return None, "HDC_SKIP_EDITOR_TESTS=1: Claude Code's CLI is not installed"
+    if works(binary()):
+        return binary(), ""
+    return None, (
+        f"Claude Code's CLI ({PACKAGE}) is not installed in {folder()}: "
+        "`make claude-cli` installs it (`make test` does)"
+    )
+
+
+def install() -> tuple[Path | None, str]:
+    """(the CLI, "") once installed, else (None, why it cannot be). Says what, how big and
+    where before it installs, and shows npm's own output."""
     if os.environ.get("HDC_SKIP_EDITOR_TESTS") == "1":
         return None, "HDC_SKIP_EDITOR_TESTS=1: Claude Code's CLI is not installed"
     if works(binary()):
@@ -66,20 +83,34 @@ def ensure() -> tuple[Path | None, str]:
     target = folder()
     target.mkdir(parents=True, exist_ok=True)
     print(
-        f"\ninstalling {PACKAGE} (Claude Code's CLI with its native binary, about 400 MB) "
-        f"from the npm registry into {target}, once",
-        file=sys.stderr,
+        f"claude-cli: installing {PACKAGE} (Claude Code's CLI with its native binary: "
+        f"{SIZE} on disk) from the npm registry into {target}, once, for the proxy's "
+        "end-to-end test",
         flush=True,
     )
     try:
         done = subprocess.run(
             [npm, "install", "--no-audit", "--no-fund", "--prefix", str(target), PACKAGE],
-            capture_output=True,
             timeout=INSTALL_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired:
         return None, f"npm install {PACKAGE} did not finish in {INSTALL_TIMEOUT_S} s"
     if done.returncode != 0 or not works(binary()):
-        tail = done.stderr.decode(errors="replace").strip().splitlines()[-3:]
-        return None, f"npm install {PACKAGE} failed (registry unreachable?): {' | '.join(tail)}"
+        return None, f"npm install {PACKAGE} failed (registry unreachable?)"
     return binary(), ""
+
+
+def main() -> int:
+    """``python -m tests.proxy.claude_cli``: install it (``make claude-cli``). A failure is
+    said and leaves the test to be skipped with the reason, as an unreachable registry did
+    before; it does not stop ``make test``."""
+    path, why = install()
+    if path is None:
+        print(f"claude-cli: {why}; the Claude Code test will be skipped", file=sys.stderr)
+    else:
+        print(f"claude-cli: {path} ({VERSION})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -34,7 +34,7 @@ RUN_TIMEOUT_S = 240
 
 @pytest.fixture(scope="module")
 def cli() -> Path:
-    path, why = claude_cli.ensure()
+    path, why = claude_cli.find()
     if path is None:
         pytest.skip(why)
     return path

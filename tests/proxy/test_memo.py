@@ -19,6 +19,7 @@ from hdcontext.edges.proxy.api import Api
 from hdcontext.edges.proxy.compactor import Memo, _take, _take_whole, _Taken, best_match
 from hdcontext.edges.proxy.openai import OpenAiApi
 from hdcontext.edges.proxy.prefix import Splicer
+from tests.examples import examples
 
 CC = {"type": "ephemeral"}
 
@@ -107,7 +108,7 @@ def mark_last(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("api", [AnthropicApi(), OpenAiApi()], ids=["anthropic", "openai"])
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     turns=st.lists(st.integers(min_value=1, max_value=3), min_size=1, max_size=6),
     grow=st.lists(st.integers(min_value=1, max_value=3), max_size=3),

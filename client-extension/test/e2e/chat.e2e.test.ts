@@ -25,9 +25,8 @@ import { formatTokens } from '../../src/status';
 import { bigFile } from '../helpers/conversation';
 import { EXTENSION_ROOT, VENV_PYTHON } from '../helpers/realDaemon';
 import { MODEL, pairingProblems, pickModel, readLog, reply as replyIn, send as sendIn, toolIds, widenChat, type Message } from './chatPanel';
-import { ARTIFACTS, CodeServerRun, EDITOR_TESTS_SKIPPED, STEP_MS, poll } from './codeServer';
+import { ARTIFACTS, CodeServerRun, E2E_VSIX, EDITOR_TESTS_SKIPPED, poll, STEP_MS } from './codeServer';
 
-const VSIX = path.join(EXTENSION_ROOT, 'hdcontext.vsix');
 const FIXTURE_VSIX = path.join(EXTENSION_ROOT, 'out', 'e2e', 'hdcontext-chat-e2e-fixture.vsix');
 const APP = bigFile(150);
 
@@ -53,7 +52,7 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
         logFile = path.join(ARTIFACTS, 'chat', 'chat.log');
         run = await CodeServerRun.start({
             name: 'chat',
-            extensions: [VSIX, FIXTURE_VSIX],
+            extensions: [E2E_VSIX, FIXTURE_VSIX],
             files: { 'src/app.py': APP },
             machineSettings: { 'hdcontext.server.pythonPath': VENV_PYTHON },
             settings: {

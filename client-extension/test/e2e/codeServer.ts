@@ -28,6 +28,15 @@ const CHROMIUM = process.env.HDCONTEXT_E2E_CHROMIUM ?? '/usr/bin/chromium';
 export const ARTIFACTS = path.join(REPO_ROOT, 'test-artifacts');
 export const STEP_MS = 60000;
 
+/** This machine's `vsce package --target` name, e.g. linux-x64. */
+export const HOST_TARGET = `${process.platform}-${process.arch}`;
+/**
+ * The hdcontext package every editor test installs: the one for this machine, with the
+ * dependency wheels of the one Python the tests run (`make e2e` builds it, into out/e2e/; the
+ * universal package and the other Pythons' wheels are `make vsix`'s).
+ */
+export const E2E_VSIX = process.env.HDCONTEXT_E2E_VSIX ?? path.join(REPO_ROOT, 'client-extension', 'out', 'e2e', `hdcontext-e2e-${HOST_TARGET}.vsix`);
+
 /** The `skip` option of the editor tests: a reason when HDC_SKIP_EDITOR_TESTS=1, else false. */
 export const EDITOR_TESTS_SKIPPED: string | false = process.env.HDC_SKIP_EDITOR_TESTS === '1' ? 'HDC_SKIP_EDITOR_TESTS=1' : false;
 

@@ -1,6 +1,7 @@
 /**
  * End to end, first use as a new user meets it (codeServer.ts: code-server 4.139.1, headless
- * Chromium): a fresh profile, the package built for this machine (`make vsix TARGET=linux-x64`:
+ * Chromium): a fresh profile, the package built for this machine (E2E_VSIX, what `make vsix
+ * TARGET=linux-x64` builds, with the wheels of the Python the test runs:
  * the hdcontext wheel and its dependencies' wheels inside), no `hdcontext.server.pythonPath`,
  * and on PATH a `python3` (the Python of the repository's venv, without the venv) that cannot
  * import hdcontext. With the chat fixture (chat-fixture/: "Fake Backend 1", `@agent`):
@@ -22,10 +23,8 @@ import { after, before, describe, it } from 'node:test';
 import { bigFile } from '../helpers/conversation';
 import { EXTENSION_ROOT, VENV_PYTHON, tempDir } from '../helpers/realDaemon';
 import { pickModel, readLog, reply, send, toolIds, widenChat, type Message } from './chatPanel';
-import { ARTIFACTS, CodeServerRun, EDITOR_TESTS_SKIPPED, STEP_MS, poll } from './codeServer';
+import { ARTIFACTS, CodeServerRun, E2E_VSIX, EDITOR_TESTS_SKIPPED, HOST_TARGET, poll, STEP_MS } from './codeServer';
 
-const TARGET = `${process.platform}-${process.arch}`;
-const VSIX = path.join(EXTENSION_ROOT, `hdcontext-${TARGET}.vsix`);
 const FIXTURE_VSIX = path.join(EXTENSION_ROOT, 'out', 'e2e', 'hdcontext-chat-e2e-fixture.vsix');
 const APP = bigFile(150);
 const MISSING_PYTHON = '/nonexistent/bin/python3';
@@ -73,7 +72,7 @@ describe('e2e: first use, the extension sets up its own daemon', { timeout: 10 *
         if (EDITOR_TESTS_SKIPPED) {
             return;
         }
-        assert.ok(fs.existsSync(VSIX), `${VSIX} is missing: run make e2e (it builds it with make vsix TARGET=${TARGET})`);
+        assert.ok(fs.existsSync(E2E_VSIX), `${E2E_VSIX} is missing: run make e2e (it builds it)`);
         // A python3 that is a plain Python 3.11+, not the venv: the base interpreter of the
         // repository's venv, without user site-packages.
         const base = execFileSync(VENV_PYTHON, ['-c', 'import sys; print(sys._base_executable)'], { encoding: 'utf8' }).trim();
@@ -86,7 +85,7 @@ describe('e2e: first use, the extension sets up its own daemon', { timeout: 10 *
         logFile = path.join(ARTIFACTS, 'first-use', 'chat.log');
         run = await CodeServerRun.start({
             name: 'first-use',
-            extensions: [VSIX, FIXTURE_VSIX],
+            extensions: [E2E_VSIX, FIXTURE_VSIX],
             files: { 'src/app.py': APP },
             settings: {
                 'hdcontext.chat.wrapVendors': ['fakebackend'],
@@ -217,7 +216,7 @@ describe('e2e: first use, the extension sets up its own daemon', { timeout: 10 *
 
     it('the figures', { skip: EDITOR_TESTS_SKIPPED }, (t) => {
         const sizes = Object.fromEntries(
-            ['hdcontext.vsix', `hdcontext-${TARGET}.vsix`].filter((f) => fs.existsSync(path.join(EXTENSION_ROOT, f))).map((f) => [f, fs.statSync(path.join(EXTENSION_ROOT, f)).size]),
+            [E2E_VSIX, ...['hdcontext.vsix', `hdcontext-${HOST_TARGET}.vsix`].map((f) => path.join(EXTENSION_ROOT, f))].filter((f) => fs.existsSync(f)).map((f) => [path.basename(f), fs.statSync(f).size]),
         );
         figures.packageBytes = sizes;
         t.diagnostic(`figures: ${JSON.stringify(figures)}`);

@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# Installs what the editor (end-to-end) tests need, once; a second run installs nothing:
-#   - Debian packages, system-wide: chromium (driven headless by playwright-core) and the build
-#     libraries that code-server's native modules compile against;
+# Installs what the editor tests need, once; a second run installs nothing:
+#   - Debian packages, system-wide: chromium (driven headless by playwright-core), the build
+#     libraries that code-server's native modules compile against, and neovim (the daemon's
+#     Neovim client test, in pytest);
 #   - Node 24 (npm package node-linux-<arch>), which code-server 4.139 needs, and
 #   - code-server 4.139.1 (VS Code 1.139 in a browser),
 #     both into $HDCONTEXT_E2E_HOME (default ~/.cache/hdcontext-e2e), outside the repository.
 # playwright-core is a devDependency of the extension itself (no browser download).
 # Says what it installs, how big and where before each install. HDC_SKIP_EDITOR_TESTS=1: does nothing.
 # Needs root (or sudo) for apt-get, and the Debian and npm registries.
+#
+#   setup.sh [all|apt|editor]   apt: the Debian packages only; editor: Node 24 and code-server
+#                               only (make test runs the two apart: pytest needs neovim, while
+#                               code-server installs beside it); all (the default): both.
 set -euo pipefail
+
+PHASE=${1:-all}
+case "$PHASE" in all | apt | editor) ;; *) echo "setup.sh: unknown phase '$PHASE' (all, apt, editor)" >&2; exit 2 ;; esac
 
 if [ "${HDC_SKIP_EDITOR_TESTS:-}" = 1 ]; then
   echo "setup.sh: HDC_SKIP_EDITOR_TESTS=1: installing nothing (the editor tests will be skipped)"
@@ -28,8 +36,9 @@ NODE_HOME=$NODE_DIR/node_modules/$NODE_PKG
 CS_DIR=$E2E_HOME/code-server-$CS_VERSION
 CS_BIN=$CS_DIR/node_modules/.bin/code-server
 
-APT_PACKAGES=(chromium libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev pkg-config)
+APT_PACKAGES=(chromium libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev pkg-config neovim)
 missing=()
+[ "$PHASE" = editor ] && APT_PACKAGES=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 done
@@ -42,6 +51,10 @@ if ((${#missing[@]})); then
     | grep -E '^(Need to get|After this operation)' | tr '\n' ' ' || true)
   echo "setup.sh: apt-get install ${missing[*]}: ${sizes:-size unknown}"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "setup.sh: apt-get install ${missing[*]}: done"
+fi
+if [ "$PHASE" = apt ]; then
+  exit 0
 fi
 
 if [ ! -f "$NODE_DIR/.installed" ]; then

@@ -20,9 +20,8 @@ import type { Locator } from 'playwright-core';
 import type { Status } from '../../src/protocol';
 import { statusText } from '../../src/status';
 import { EXTENSION_ROOT, VENV_PYTHON } from '../helpers/realDaemon';
-import { ARTIFACTS, CodeServerRun, EDITOR_TESTS_SKIPPED, STEP_MS, poll } from './codeServer';
+import { ARTIFACTS, CodeServerRun, E2E_VSIX, EDITOR_TESTS_SKIPPED, poll, STEP_MS } from './codeServer';
 
-const VSIX = path.join(EXTENSION_ROOT, 'hdcontext.vsix');
 const FIXTURE_VSIX = path.join(EXTENSION_ROOT, 'out', 'e2e', 'hdcontext-e2e-fixture.vsix');
 
 interface Report {
@@ -75,7 +74,7 @@ describe('e2e: the status bar, in code-server', { timeout: 5 * 60 * 1000 }, () =
         reportFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'hdcontext-e2e-report-')), 'fixture-report.json');
         run = await CodeServerRun.start({
             name: 'e2e',
-            extensions: [VSIX, FIXTURE_VSIX],
+            extensions: [E2E_VSIX, FIXTURE_VSIX],
             files: { 'src/app.py': 'def function_0(value):\n    return value + 1\n' },
             machineSettings: { 'hdcontext.server.pythonPath': VENV_PYTHON },
             settings: {

@@ -8,10 +8,10 @@ import './register';
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 
-import { ChatSessions } from '../../src/chatSessions';
+import { ChatSessions, TWIN_OVERRIDES } from '../../src/chatSessions';
 import { Daemon, DaemonProblem } from '../../src/daemon';
 import { EditorSummarizer } from '../../src/summarizer';
-import type { Status } from '../../src/protocol';
+import type { IContent, Status } from '../../src/protocol';
 import { RETRIEVE_TOOL } from '../../src/retrieveTool';
 import { WAITS, WrappingModels, type WrapperHost } from '../../src/wrappingModels';
 import { bigFile } from '../helpers/conversation';
@@ -261,6 +261,73 @@ describe('WrappingModels', () => {
         await assert.rejects(pending, (err) => err instanceof CancellationError);
         assert.equal(model.sent.length, 0);
         assert.equal(host.warnings.length, 0);
+        models.dispose();
+    });
+
+    it('the twin tells the daemon, before its first compact of a conversation, that it can ask no cache lifetime and makes no refresh call; once', async () => {
+        const model = backend();
+        state.models = [model] as never;
+        // A daemon that keeps every entry, and records what it is asked.
+        const asked: string[] = [];
+        let held: IContent[] = [];
+        const status = { sessionId: 's', version: 1, entryCount: 0, totalTokens: 10, contextLimit: 100000, threshold: 0.85, percent: 0, strategy: 'high-density', savedTokens: 0 };
+        const client = {
+            sync: async (_id: string, entries: IContent[]) => {
+                const appended = entries.length - held.length;
+                held = entries;
+                asked.push(`sync +${appended}`);
+                return { ...status, appended, forkedAt: null };
+            },
+            setOverride: async (_id: string, key: string, value: unknown) => {
+                asked.push(`setOverride ${key}=${JSON.stringify(value)}`);
+                return { values: { [key]: value }, sources: { [key]: 'override' } };
+            },
+            compactDelta: async () => {
+                asked.push('compact');
+                return { revision: `r${asked.length}`, delta: { base: null, keep: 0, entries: held }, cache: { breakpoints: [held.length - 1] }, status, density: null, compression: null, overLimit: false };
+            },
+            usage: async () => status,
+        };
+        const stub = { settingUp: false, ready: async () => client };
+        const models = new WrappingModels({ ...host, daemon: stub as never });
+        const token = new CancellationTokenSource().token as never;
+        const messages = request();
+        await models.provideLanguageModelChatResponse(info, messages.slice(0, 3) as never, opts(), { report: () => undefined }, token);
+        await models.provideLanguageModelChatResponse(info, messages as never, opts(), { report: () => undefined }, token);
+        assert.equal(host.warnings.length, 0, host.warnings.join('\n'));
+        assert.equal(model.sent.length, 2);
+        assert.deepEqual(asked, ['sync +3', 'setOverride cache.ttl="5m"', 'setOverride cache.refresh=false', 'compact', 'sync +2', 'compact']);
+        assert.deepEqual(
+            asked.filter((a) => a.startsWith('setOverride')),
+            TWIN_OVERRIDES.map(([key, value]) => `setOverride ${key}=${JSON.stringify(value)}`),
+        );
+        models.dispose();
+    });
+
+    it('through the real daemon: with the IDE setting cache.ttl auto, the twin\'s session resolves it to 5m from its override, and cache.refresh to false', async () => {
+        for (const [key, value] of [
+            ['hdcontext.cache.ttl', 'auto'],
+            ['hdcontext.cache.refresh', true],
+        ] as const) {
+            state.config[key] = value;
+            state.userSet.add(key);
+        }
+        const model = backend();
+        state.models = [model] as never;
+        const models = new WrappingModels(host);
+        await models.provideLanguageModelChatResponse(info, request() as never, opts(), { report: () => undefined }, new CancellationTokenSource().token as never);
+        assert.equal(host.warnings.length, 0, host.warnings.join('\n'));
+        const sessionId = host.chats.active;
+        assert.ok(sessionId, 'the conversation went through the daemon');
+        const client = await daemon.ready();
+        const twin = await client.settings(sessionId);
+        assert.deepEqual([twin.values['cache.ttl'], twin.sources['cache.ttl']], ['5m', 'override']);
+        assert.deepEqual([twin.values['cache.refresh'], twin.sources['cache.refresh']], [false, 'override']);
+        // The IDE setting reached the daemon: another client's session has it.
+        await client.open('api-session');
+        const other = await client.settings('api-session');
+        assert.deepEqual([other.values['cache.ttl'], other.sources['cache.ttl']], ['auto', 'settings']);
+        assert.deepEqual([other.values['cache.refresh'], other.sources['cache.refresh']], [true, 'settings']);
         models.dispose();
     });
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { ChatSessions } from '../../src/chatSessions';
-import type { IContent, Status, WireCompactResult } from '../../src/protocol';
+import { ChatSessions, TWIN_OVERRIDES, setTwinOverrides } from '../../src/chatSessions';
+import { ErrorCodes, type IContent, type SettingsResult, type Status, type WireCompactResult } from '../../src/protocol';
 
 const e = (text: string): IContent => ({ speaker: 'human', blocks: [{ type: 'text', text }] });
 const status = { sessionId: 's', version: 1, entryCount: 0, totalTokens: 0, contextLimit: 1, threshold: 0.85, percent: 0, strategy: 'high-density', savedTokens: 0 } as Status;
@@ -41,5 +41,46 @@ describe('ChatSessions', () => {
         assert.deepEqual(chats.recent(), ['b', 'c', 'a']);
         assert.equal(chats.base('a'), undefined, 'beyond max: asks for a whole history next time');
         assert.equal(chats.base('c'), 'r-c');
+    });
+
+    it('the twin overrides: once a window per session, and again when the daemon held none of the conversation', () => {
+        const chats = new ChatSessions();
+        assert.equal(chats.needsTwinOverrides('s', false), true, 'a session this window has not told');
+        chats.twinOverridesSet('s');
+        assert.equal(chats.needsTwinOverrides('s', false), false);
+        assert.equal(chats.needsTwinOverrides('s', true), true, 'new again, or deleted since');
+        assert.equal(chats.needsTwinOverrides('other', false), true);
+    });
+});
+
+describe('setTwinOverrides', () => {
+    const settled: SettingsResult = { values: { 'cache.ttl': '5m', 'cache.refresh': false }, sources: { 'cache.ttl': 'override', 'cache.refresh': 'override' } };
+
+    it('sets cache.ttl 5m and cache.refresh false on the session, one key at a time', async () => {
+        assert.deepEqual(TWIN_OVERRIDES, [
+            ['cache.ttl', '5m'],
+            ['cache.refresh', false],
+        ]);
+        const asked: unknown[][] = [];
+        const result = await setTwinOverrides({ setOverride: async (...args: unknown[]) => (asked.push(args), settled) }, 's');
+        assert.deepEqual(asked, [
+            ['s', 'cache.ttl', '5m'],
+            ['s', 'cache.refresh', false],
+        ]);
+        assert.equal(result, settled);
+    });
+
+    it('a daemon that knows no cache lifetime refuses the keys: said, and no failure; any other failure is one', async () => {
+        const logged: string[] = [];
+        const older = async (): Promise<SettingsResult> => {
+            throw Object.assign(new Error("key: setting 'cache.ttl': \"5m\" is not valid, expected a known hdcontext setting"), { code: ErrorCodes.InvalidParams });
+        };
+        assert.equal(await setTwinOverrides({ setOverride: older }, 's', (l) => logged.push(l)), undefined);
+        assert.equal(logged.length, 2);
+        assert.match(logged[0], /session s: the daemon refused cache\.ttl = "5m" .*an older daemon knows no cache lifetime/);
+        const gone = async (): Promise<SettingsResult> => {
+            throw Object.assign(new Error("unknown session 's'"), { code: ErrorCodes.UnknownSession });
+        };
+        await assert.rejects(setTwinOverrides({ setOverride: gone }, 's'), /unknown session/);
     });
 });

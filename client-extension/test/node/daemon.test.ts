@@ -9,8 +9,18 @@ import { after, before, describe, it } from 'node:test';
 
 import { ResponseError } from 'vscode-jsonrpc/node';
 
-import { ErrorCodes, PROTOCOL_VERSION, serverProtocolVersion, type Status } from '../../src/protocol';
+import { setTwinOverrides } from '../../src/chatSessions';
+import {
+    CACHE_REPORT_FIELDS,
+    ErrorCodes,
+    PROTOCOL_VERSION,
+    STATUS_DAEMON_ADDITIONS,
+    STATUS_FIELDS,
+    serverProtocolVersion,
+    type Status,
+} from '../../src/protocol';
 import { DAEMON_SETTINGS, daemonSection } from '../../src/settingsSection';
+import { statusReport, statusTooltip } from '../../src/status';
 import { readThenWrite, readsOnly } from '../helpers/conversation';
 import { EXTENSION_ROOT, startDaemon, waitFor, type RunningDaemon } from '../helpers/realDaemon';
 
@@ -264,6 +274,100 @@ describe('the real daemon, over vscode-jsonrpc', () => {
         assert.equal((await d.client.open('chat')).entryCount, 0, 'a closed session resumes from storage');
         assert.equal(await d.client.delete('chat'), null);
         assert.ok(!(await d.client.list()).sessions.some((s) => s.sessionId === 'chat'));
+    });
+});
+
+describe("the real daemon: the prompt cache's lifetime and the price table", () => {
+    let d: RunningDaemon;
+    // The IDE settings: the user asks auto lifetimes and refresh calls (user settings).
+    const ide: Record<string, unknown> = { 'cache.ttl': 'auto', 'cache.refresh': true };
+
+    before(async () => {
+        d = await startDaemon({
+            settings: () => daemonSection({ get: (k) => ide[k], inspect: (k) => (k in ide ? { globalValue: ide[k] } : {}) }),
+        });
+    });
+    after(async () => {
+        await d?.stop();
+    });
+
+    it("a Status's and a compact's cache fields are PROTOCOL.md's plus the daemon additions, and nothing else", async () => {
+        const opened = await d.client.open('fields', { model: 'claude-sonnet-4-5' });
+        assert.deepEqual(Object.keys(opened).sort(), [...STATUS_FIELDS, ...STATUS_DAEMON_ADDITIONS].sort());
+        await d.client.append('fields', readThenWrite());
+        const result = await d.client.compact('fields');
+        assert.deepEqual(Object.keys(result.cache ?? {}).sort(), [...CACHE_REPORT_FIELDS].sort());
+        assert.equal(result.cache?.breakpointTtls?.length, result.cache?.breakpoints?.length, 'one lifetime per breakpoint');
+        await d.client.delete('fields');
+    });
+
+    it("a twin's session resolves cache.ttl 5m and cache.refresh false from its overrides while the IDE says auto and true; other sessions keep the IDE's", async () => {
+        const at = Date.now();
+        // As the chat panel's model does it: sync (which opens), the overrides, then compact.
+        await d.client.sync('twin', readThenWrite(), { contextLimit: 100000, model: 'claude-sonnet-4-5' });
+        const set = await setTwinOverrides(d.client, 'twin');
+        assert.equal(set?.values['cache.ttl'], '5m');
+        const twin = await d.client.settings('twin');
+        assert.equal(twin.values['cache.ttl'], '5m');
+        assert.equal(twin.sources['cache.ttl'], 'override');
+        assert.equal(twin.values['cache.refresh'], false);
+        assert.equal(twin.sources['cache.refresh'], 'override');
+        const first = await d.client.compactDelta('twin', { at });
+        assert.ok((first.cache?.breakpointTtls ?? []).length >= 1);
+        assert.ok(first.cache?.breakpointTtls?.every((t) => t === '5m'), `never an hour: ${JSON.stringify(first.cache)}`);
+        assert.equal(first.cache?.refreshAt, null, 'never a refresh call');
+        const refreshed = await d.client.refresh('twin', { at: at + 4 * 60000 });
+        assert.ok(refreshed.cache?.breakpointTtls?.every((t) => t === '5m'), `a refresh asks no hour either: ${JSON.stringify(refreshed.cache)}`);
+
+        // A session of another client (an API user, the proxy): the IDE's values.
+        await d.client.open('api', { model: 'claude-sonnet-4-5' });
+        const api = await d.client.settings('api');
+        assert.equal(api.values['cache.ttl'], 'auto');
+        assert.equal(api.sources['cache.ttl'], 'settings');
+        assert.equal(api.values['cache.refresh'], true);
+        assert.equal(api.sources['cache.refresh'], 'settings');
+        await d.client.delete('api');
+    });
+
+    it('history/refresh: a whole CompactResult with no density and no compression; an `at` before the last call is -32602', async () => {
+        await d.client.sync('refresh', readThenWrite(), { model: 'claude-sonnet-4-5' });
+        const last = Date.now() + 1000;
+        await d.client.compactDelta('refresh', { at: last });
+        const refreshed = await d.client.refresh('refresh', { at: last + 4 * 60000 });
+        assert.ok(Array.isArray(refreshed.history), 'the history, whole (empty when no refresh pays)');
+        assert.equal(refreshed.density, null);
+        assert.equal(refreshed.compression, null);
+        assert.equal(refreshed.status.sessionId, 'refresh');
+        assert.equal(refreshed.cache?.breakpointTtls?.length, refreshed.cache?.breakpoints?.length);
+        await rejectsWith(d.client.refresh('refresh', { at: last - 60000 }), ErrorCodes.InvalidParams, /before the session's last call/);
+        await rejectsWith(d.client.refresh('never-opened'), ErrorCodes.UnknownSession);
+    });
+
+    it('a model the price table lacks: pricedAs fallback, in the tooltip; a call off the expected cache use: mispredicted, in the tooltip', async () => {
+        const opened = await d.client.open('mystery', { model: 'mystery-model-9' });
+        assert.deepEqual(opened.pricedAs, { model: 'claude-opus-5-5', match: 'fallback' });
+        assert.match(statusTooltip(opened), /^Priced as claude-opus-5-5: this session's model is not in the price table/m);
+        assert.match(statusReport(opened), /^- Priced as \*\*claude-opus-5-5\*\*/m);
+        // A first call finds the cache cold: nothing expected from it. The provider says it read most of it.
+        await d.client.append('mystery', readThenWrite());
+        await d.client.compact('mystery', { at: Date.now() });
+        const billed = await d.client.usage({ sessionId: 'mystery', inputTokens: 4000, cacheReadTokens: 3800, cacheWriteTokens: 100, outputTokens: 10 });
+        assert.equal(billed.mispredicted, 1, JSON.stringify(billed));
+        assert.equal(billed.predicted?.calls, 1);
+        assert.match(statusTooltip(billed), /^Prompt cache not as expected on 1 of 1 model call: /m);
+    });
+
+    it("cache.prices: every field package.json's schema offers is one the daemon takes; it prices the session as the user's override", async () => {
+        const pkg = JSON.parse(fs.readFileSync(path.join(EXTENSION_ROOT, 'package.json'), 'utf8'));
+        const fields: Record<string, { type: string }> = pkg.contributes.configuration.properties['hdcontext.cache.prices'].additionalProperties.properties;
+        const row = Object.fromEntries(Object.entries(fields).map(([key, f]) => [key, f.type === 'integer' ? 300 : 1.5]));
+        const set = await d.client.setOverride('mystery', 'cache.prices', { 'mystery-model-9': row });
+        assert.equal(set.sources['cache.prices'], 'override');
+        const s = await d.client.open('mystery');
+        assert.deepEqual(s.pricedAs, { model: 'claude-opus-5-5', match: 'override' });
+        assert.doesNotMatch(statusTooltip(s), /Priced as/);
+        await rejectsWith(d.client.setOverride('mystery', 'cache.prices', { 'mystery-model-9': { ...row, bogus: 1 } }), ErrorCodes.InvalidParams, /cache\.prices/);
+        await d.client.delete('mystery');
     });
 });
 

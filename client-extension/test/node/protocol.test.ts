@@ -3,7 +3,18 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 
-import { ErrorCodes, Methods, SUMMARIZE_REQUEST, TOKENS_NOTIFICATION, isStatus, serverProtocolVersion } from '../../src/protocol';
+import {
+    CACHE_REPORT_FIELDS,
+    ErrorCodes,
+    Methods,
+    STATUS_DAEMON_ADDITIONS,
+    STATUS_FIELDS,
+    SUMMARIZE_REQUEST,
+    TOKENS_NOTIFICATION,
+    USAGE_FIELDS,
+    isStatus,
+    serverProtocolVersion,
+} from '../../src/protocol';
 import { REPO_ROOT } from '../helpers/realDaemon';
 
 // shared/ sits beside the repository (in CI too); the checks against PROTOCOL.md skip without it.
@@ -30,6 +41,15 @@ describe('protocol constants', () => {
         assert.ok(!isStatus({ ...s, maskedOutputs: '2' }));
         assert.ok(!isStatus({ ...s, maskedTokens: null }));
         assert.ok(!isStatus({ ...s, usage: { ...usage, inputTokens: null } }));
+        // The price table's figures (daemon additions), checked when present.
+        const priced = { predicted: usage, mispredicted: 1, pricedAs: { model: 'claude-opus-5-5', match: 'fallback' } };
+        assert.ok(isStatus({ ...s, ...priced }));
+        assert.ok(isStatus({ ...s, ...priced, pricedAs: { model: null, match: 'preset' } }));
+        assert.ok(isStatus({ ...s, ...priced, pricedAs: { model: 'x', match: 'a match of a newer daemon' } }), 'an unknown match still shows');
+        assert.ok(!isStatus({ ...s, ...priced, pricedAs: { model: 3, match: 'exact' } }));
+        assert.ok(!isStatus({ ...s, ...priced, pricedAs: 'claude-opus-5-5' }));
+        assert.ok(!isStatus({ ...s, ...priced, mispredicted: '1' }));
+        assert.ok(!isStatus({ ...s, ...priced, predicted: { ...usage, calls: undefined } }));
         assert.ok(!isStatus({ ...s, totalTokens: '3' }));
         assert.ok(!isStatus({ ...s, percent: Number.NaN }));
         assert.ok(!isStatus(null));
@@ -57,5 +77,22 @@ describe('protocol constants', () => {
             .map(([, code]) => code)
             .sort();
         assert.deepEqual(codes, ours);
+    });
+
+    it("Status's and CompactResult cache's fields are PROTOCOL.md's, the daemon's additions apart", { skip: !PROTOCOL_MD && 'shared/PROTOCOL.md not found' }, () => {
+        const text = fs.readFileSync(PROTOCOL_MD as string, 'utf8');
+        const block = (after: string) => {
+            const start = text.indexOf('```json', text.indexOf(after));
+            return text.slice(start, text.indexOf('```\n', start + 7));
+        };
+        const keys = (json: string) => new Set([...json.matchAll(/"(\w+)":/g)].map((m) => m[1]));
+        const status = keys(block('**Status**'));
+        assert.deepEqual([...status].sort(), [...STATUS_FIELDS, ...USAGE_FIELDS].sort());
+        for (const key of STATUS_DAEMON_ADDITIONS) {
+            assert.ok(!status.has(key), `PROTOCOL.md now lists Status.${key}: move it from STATUS_DAEMON_ADDITIONS to STATUS_FIELDS`);
+        }
+        const result = block('**CompactResult**');
+        const cache = result.slice(result.indexOf('"cache": {'), result.indexOf('}', result.indexOf('"cache": {')));
+        assert.deepEqual([...keys(cache)].filter((k) => k !== 'cache').sort(), [...CACHE_REPORT_FIELDS].sort());
     });
 });

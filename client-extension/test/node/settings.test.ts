@@ -3,12 +3,15 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 
-import { STRATEGIES } from '../../src/protocol';
-import { DAEMON_SETTINGS, EXTENSION_SETTINGS, daemonSection, isSetByUser, type Inspected } from '../../src/settingsSection';
+import { CACHE_TTL_SETTINGS, STRATEGIES } from '../../src/protocol';
+import { DAEMON_ADDITIONS, DAEMON_SETTINGS, EXTENSION_SETTINGS, daemonSection, isSetByUser, type Inspected } from '../../src/settingsSection';
 import { EXTENSION_ROOT, REPO_ROOT } from '../helpers/realDaemon';
 
 interface Property {
     type: string | string[];
+    properties?: Record<string, Property>;
+    additionalProperties?: boolean | Property;
+    propertyNames?: { minLength?: number };
     default: unknown;
     scope?: string;
     enum?: unknown[];
@@ -97,6 +100,34 @@ describe('package.json contributions', () => {
             assert.equal(prop(key).default, null);
             assert.equal(prop(key).minimum, 0);
         }
+        // The prompt cache's lifetime.
+        assert.deepEqual(prop('cache.ttl').enum, [...CACHE_TTL_SETTINGS]);
+        assert.deepEqual(CACHE_TTL_SETTINGS, ['5m', '1h', 'auto']);
+        assert.equal(prop('cache.ttl').default, '5m');
+        const [fiveMinutes, anHour] = prop('cache.ttl').enumDescriptions ?? [];
+        assert.match(fiveMinutes, /1\.25 times/, 'what a five-minute write costs');
+        assert.match(anHour, /2 times an uncached input token instead of 1\.25/, 'what an hour costs');
+        assert.equal(prop('cache.refresh').type, 'boolean');
+        assert.equal(prop('cache.refresh').default, false);
+        assert.match(prop('cache.refresh').markdownDescription ?? '', /spends your money on model calls you did not make/);
+        // Daemon additions (DAEMON_ADDITIONS).
+        assert.equal(prop('cache.refreshIdleSeconds').type, 'integer');
+        assert.equal(prop('cache.refreshIdleSeconds').default, 3600);
+        assert.equal(prop('cache.refreshIdleSeconds').minimum, 1);
+        const prices = prop('cache.prices');
+        assert.equal(prices.type, 'object');
+        assert.deepEqual(prices.default, {});
+        assert.equal(prices.propertyNames?.minLength, 1, 'a model id is never empty');
+        const row = prices.additionalProperties as Property;
+        assert.equal(row.type, 'object');
+        assert.equal(row.additionalProperties, false, 'a key the daemon does not know is refused in the editor too');
+        assert.deepEqual(Object.keys(row.properties ?? {}), ['input', 'output', 'cacheRead', 'cacheWrite5m', 'cacheWrite1h', 'ttlSeconds', 'minPrefix']);
+        for (const [key, field] of Object.entries(row.properties ?? {})) {
+            const integer = key === 'ttlSeconds' || key === 'minPrefix';
+            assert.equal(field.type, integer ? 'integer' : 'number', key);
+            assert.equal(field.minimum, integer ? 1 : 0, key);
+            assert.ok((field.markdownDescription ?? '').length > 20, `${key} description`);
+        }
     });
 
     it('every key of PROTOCOL.md settings table is contributed', { skip: !fs.existsSync(PROTOCOL_MD) && 'shared/PROTOCOL.md not found' }, () => {
@@ -113,11 +144,16 @@ describe('package.json contributions', () => {
         for (const key of keys) {
             prop(key);
         }
-        // The daemon may know more keys than the table (tools.shell): the real-daemon test checks those.
-        const ours = new Set(DAEMON_SETTINGS.map((s) => s.key));
-        for (const key of keys) {
-            assert.ok(ours.has(key), key);
+        // Both ways: the daemon's keys are the table's plus the daemon additions not yet in the
+        // contract, named in one list (the real-daemon test holds DAEMON_SETTINGS to the daemon).
+        for (const key of DAEMON_ADDITIONS) {
+            assert.ok(!keys.has(key), `PROTOCOL.md now lists ${key}: take it out of DAEMON_ADDITIONS`);
         }
+        assert.deepEqual(
+            DAEMON_SETTINGS.map((s) => s.key).sort(),
+            [...keys, ...DAEMON_ADDITIONS].sort(),
+            'the daemon keys are PROTOCOL.md\'s table plus DAEMON_ADDITIONS',
+        );
     });
 
     it('declares engines, activation, main, types, commands', () => {
@@ -159,9 +195,13 @@ describe('daemonSection', () => {
                 'summarizer.provider': { effective: 'client', inspected: { workspaceValue: 'openai' } },
                 'summarizer.baseUrl': { effective: '', inspected: { workspaceValue: 'http://evil.invalid' } },
                 'summarizer.model': { effective: 'm', inspected: { globalValue: 'm' } },
+                // Refresh calls spend the user's money: a workspace cannot turn them on.
+                'cache.refresh': { effective: true, inspected: { workspaceValue: true } },
             }),
         );
         assert.deepEqual(section, { 'summarizer.model': 'm' });
+        const own = daemonSection(reader({ 'cache.refresh': { effective: true, inspected: { globalValue: true } } }));
+        assert.deepEqual(own, { 'cache.refresh': true });
     });
 
     it('an empty string or null is unset', () => {

@@ -175,6 +175,46 @@ describe('masking (what it took out, how to get it back)', () => {
     });
 });
 
+describe('how the session is priced (the price table)', () => {
+    const usage = { calls: 12, inputTokens: 120000, cacheReadTokens: 90000, cacheWriteTokens: 30000, outputTokens: 4000 };
+    const predicted = { ...usage, calls: 10 };
+
+    it('the tooltip says when the model is priced as another: not in the price table', () => {
+        const tip = statusTooltip(status({ pricedAs: { model: 'claude-opus-5-5', match: 'fallback' } }));
+        assert.match(
+            tip,
+            /^Priced as claude-opus-5-5: this session's model is not in the price table, so hdcontext plans with that model's prices \(hdcontext\.cache\.prices can set yours\)$/m,
+        );
+        // After the prompt cache line, before the level and the click hint.
+        const lines = tip.split('\n');
+        assert.equal(lines.findIndex((l) => l.startsWith('Priced as')), lines.findIndex((l) => l.startsWith('Prompt cache:')) + 1);
+        for (const match of ['exact', 'family', 'override', 'preset'] as const) {
+            assert.doesNotMatch(statusTooltip(status({ pricedAs: { model: match === 'preset' ? null : 'claude-sonnet-5', match } })), /Priced as/, match);
+        }
+        assert.doesNotMatch(statusTooltip(status()), /Priced as/);
+    });
+
+    it('the tooltip says how many calls used the prompt cache otherwise than expected, when any did', () => {
+        const tip = statusTooltip(status({ usage, predicted, mispredicted: 3 }));
+        assert.match(
+            tip,
+            /^Prompt cache not as expected on 3 of 10 model calls: the model read much more or much less from it than hdcontext planned for \(over a quarter off\), so its pruning may cost more than it reckoned$/m,
+        );
+        assert.match(statusTooltip(status({ usage, mispredicted: 1 })), /not as expected on 1 of 12 model calls:/, 'without predicted: of the reported calls');
+        assert.match(statusTooltip(status({ mispredicted: 1 })), /not as expected on 1 model call:/);
+        assert.doesNotMatch(statusTooltip(status({ usage, predicted, mispredicted: 0 })), /not as expected/);
+        assert.doesNotMatch(statusTooltip(status({ usage })), /not as expected/);
+    });
+
+    it('the @hdcontext /status report says both', () => {
+        const report = statusReport(status({ usage, predicted, mispredicted: 2, pricedAs: { model: 'gpt-6.2-sol', match: 'fallback' } }));
+        assert.match(report, /^- Priced as \*\*gpt-6\.2-sol\*\*: this conversation's model is not in hdcontext's price table, so hdcontext plans its pruning with that model's prices \(`hdcontext\.cache\.prices` can set yours\)\.$/m);
+        assert.match(report, /^- Prompt cache not as expected on 2 of 10 model calls: the model read much more or much less from it than hdcontext planned for \(over a quarter off\), so its pruning may cost more than it reckoned\.$/m);
+        const plain = statusReport(status({ usage, predicted, mispredicted: 0, pricedAs: { model: 'claude-sonnet-5', match: 'exact' } }));
+        assert.doesNotMatch(plain, /Priced as|not as expected/);
+    });
+});
+
 describe('SessionTracker', () => {
     it('the most recently updated session is active', () => {
         const t = new SessionTracker();

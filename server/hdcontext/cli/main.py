@@ -1,5 +1,6 @@
 """The ``hdcontext`` command line: ``compact`` a conversation file, ``convert`` it between
-formats, ``serve`` the daemon.
+formats, ``serve`` the daemon, run the ``proxy``, see and delete stored ``sessions``
+(``sessions.py``), see what the calls cost and saved (``stats``, ``stats.py``).
 
 Whatever it prints or writes is provider-valid (``core.validity``), or it exits non-zero
 with one line that says why; its exit codes are in ``EXIT_CODES``, shown by ``--help``.
@@ -25,9 +26,15 @@ from ..core.settings import SettingError
 from ..core.tokens import ENCODING_NAME, count_text
 from ..core.tools import is_absolute, resolve_path
 from ..core.validity import problems, summary
+from ..edges.daemon.retention import DEFAULT_DAYS, Retention
 from ..formats.conversation import EXPORT_FORMATS, IMPORT_FORMATS, Conversation, FormatError
 from ..formats.exporters import ThinkingMode, export
 from ..formats.importers import ALL, AUTO, load, load_threads
+from .sessions import add_parser as add_sessions
+from .sessions import main as sessions_main_with
+from .sessions import retention_days
+from .stats import add_parser as add_stats
+from .stats import main as stats_main_with
 
 OK = 0
 OVER_LIMIT = 1
@@ -50,6 +57,15 @@ _LLM_HINT = (
     "have; use --strategy high-density or top-down-truncation here, or run the LLM "
     "strategies through the daemon (hdcontext serve), where the editor's model writes the "
     "summary"
+)
+
+_RETENTION = (
+    "a session no request has changed for that long is deleted, at start and then daily, "
+    "and scrubbed from the database file with its exported transcript; 0 keeps a "
+    "conversation only while it is in use (deleted an hour after its last request, the "
+    "longest a provider's prompt cache lasts, and when the daemon stops); 'forever' keeps "
+    "them all. It applies to every session of the storage folder (an editor's too, when the "
+    "daemon and the proxy share it). 'hdcontext sessions' lists and deletes them"
 )
 
 _THREAD_HELP = (
@@ -173,6 +189,14 @@ def _parser() -> argparse.ArgumentParser:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="hdcontext's own log level on stderr (pygls stays at WARNING: it logs messages)",
     )
+    serve.add_argument(
+        "--retention-days",
+        type=retention_days,
+        default=DEFAULT_DAYS,
+        metavar="N|forever",
+        help=f"days a session nobody uses is kept in the storage folder (default: "
+        f"{DEFAULT_DAYS}; initializationOptions.retentionDays wins): {_RETENTION}",
+    )
     proxy = sub.add_parser(
         "proxy",
         help="an Anthropic- and OpenAI-compatible endpoint on loopback that puts hdcontext "
@@ -207,8 +231,8 @@ def _parser() -> argparse.ArgumentParser:
         "--storage-dir",
         type=Path,
         default=None,
-        help="where sessions persist (default: the platform's user data folder, as serve); "
-        "locked while the proxy runs",
+        help=f"where sessions persist (default: {default_storage()}, as serve's); locked "
+        "while the proxy runs",
     )
     proxy.add_argument(
         "--bound-seconds",
@@ -224,7 +248,26 @@ def _parser() -> argparse.ArgumentParser:
         help="contextLimit of the sessions the proxy opens, in tokens (default: the setting's, "
         "200,000): set it to the model's window, or compression starts early",
     )
-    proxy.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    proxy.add_argument(
+        "--retention-days",
+        type=retention_days,
+        default=DEFAULT_DAYS,
+        metavar="N|forever",
+        help="the proxy keeps every conversation in its storage folder (said at its first "
+        f"start there); this is how many days one nobody uses is kept (default: "
+        f"{DEFAULT_DAYS}): {_RETENTION}",
+    )
+    proxy.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="the log on stderr: INFO says each request hdcontext compacted, WARNING each it "
+        "sent as it came and why; DEBUG adds, per request, its size, the session's sync and "
+        "compaction (entries in and out, passes, cache, breakpoints), hdcontext's time and "
+        "the upstream's answer (status, time, usage). Never content, headers or keys",
+    )
+    add_sessions(sub, default_storage(), _Formatter)
+    add_stats(sub, default_storage(), _Formatter)
     return parser
 
 
@@ -423,6 +466,11 @@ def _compact_one(
         return NOT_VALID, None
     if not args.json:
         print(f"{label}: {fmt} · workspace root {root}")
+        if conversation.incomplete is not None:
+            print(
+                f"incomplete input: {conversation.incomplete} skipped, not JSON records; "
+                "the figures below count what could be read"
+            )
         if conversation.system is not None:
             tokens = count_text(conversation.system)
             print(f"system prompt: {tokens:,} tokens, kept aside (not part of the history)")
@@ -475,8 +523,6 @@ def convert_main(args: argparse.Namespace) -> int:
 def serve_main(args: argparse.Namespace) -> int:
     """``hdcontext serve``: the daemon, until the client sends ``exit`` or goes away (stdio),
     or until interrupted (TCP, which prints ``hdcontext listening on HOST:PORT`` first)."""
-    import platformdirs
-
     from ..edges.lsp.logs import configure_logging
     from ..edges.lsp.tcp import serve_tcp
     from ..edges.lsp.transport import serve_stdio
@@ -488,18 +534,21 @@ def serve_main(args: argparse.Namespace) -> int:
             print("hdcontext: --storage-dir contains a NUL character", file=sys.stderr)
             return 2
         storage = storage.expanduser().resolve()
+    retention = Retention(args.retention_days)
     if args.tcp:
-        folder = storage or Path(platformdirs.user_data_dir("hdcontext", appauthor=False))
+        folder = storage or default_storage()
         return serve_tcp(
-            args.host, args.port, storage=folder.resolve(), max_body=args.max_message_bytes
+            args.host,
+            args.port,
+            storage=folder.resolve(),
+            max_body=args.max_message_bytes,
+            retention=retention,
         )
-    return serve_stdio(storage, args.max_message_bytes)
+    return serve_stdio(storage, args.max_message_bytes, retention)
 
 
 def proxy_main(args: argparse.Namespace) -> int:
     """``hdcontext proxy``: until interrupted (exit 3 when another daemon has the folder)."""
-    import platformdirs
-
     from ..edges.lsp.logs import configure_logging
     from ..edges.proxy.run import serve_proxy
 
@@ -508,7 +557,7 @@ def proxy_main(args: argparse.Namespace) -> int:
     if storage is not None and "\x00" in str(storage):
         print("hdcontext: --storage-dir contains a NUL character", file=sys.stderr)
         return 2
-    folder = storage or Path(platformdirs.user_data_dir("hdcontext", appauthor=False))
+    folder = storage or default_storage()
     return serve_proxy(
         host=args.host,
         port=args.port,
@@ -517,7 +566,20 @@ def proxy_main(args: argparse.Namespace) -> int:
         openai=args.openai_upstream,
         bound_s=args.bound_seconds,
         context_limit=args.context_limit,
+        retention=Retention(args.retention_days),
     )
+
+
+def default_storage() -> Path:
+    """The storage folder the daemon and the proxy use when none is named."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("hdcontext", appauthor=False))
+
+
+def sessions_main(args: argparse.Namespace) -> int:
+    """``hdcontext sessions``: list, show, delete, prune (sessions.py)."""
+    return sessions_main_with(args, default_storage())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -530,6 +592,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve_main(args)
     if args.command == "proxy":
         return proxy_main(args)
+    if args.command == "sessions":
+        return sessions_main(args)
+    if args.command == "stats":
+        return stats_main_with(args, default_storage())
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -7,7 +7,7 @@ joins into the message without parsing them (``edges/daemon/json_text.py``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field
 from pydantic.alias_generators import to_camel
@@ -35,6 +35,16 @@ class Usage(_Reply):
     output_tokens: int = 0
 
 
+class PricedAs(_Reply):
+    """Which row of the price table prices a session (``cache/prices.py``)."""
+
+    model: str | None
+    """The row's model id (``None``: a provider's preset, such as Gemini's)."""
+    match: str
+    """``exact``, ``family``, ``fallback`` (not in the table: the provider's most common row
+    stands in), ``override`` (the user's ``cache.prices``) or ``preset``."""
+
+
 class Status(_Reply):
     """What a status bar shows (PROTOCOL.md "Status")."""
 
@@ -52,6 +62,15 @@ class Status(_Reply):
     """Tool outputs masking made pointers so far (``history/retrieve`` gives each back)."""
     masked_tokens: int = 0
     """What those outputs weighed, less their pointers (part of ``saved_tokens``)."""
+    predicted: Usage = Usage()
+    """What the daemon expected of the calls ``usage`` reports, in its own count of the
+    history's tokens (the provider counts the system prompt and tools too): input, read from
+    the cache, written to it."""
+    mispredicted: int = 0
+    """Reported calls whose share of input read from the cache was more than a quarter off
+    what the daemon expected: a price model that does not fit the provider shows here."""
+    priced_as: PricedAs | None = None
+    """The price-table row the session's calls are priced by, and how it was found."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -105,6 +124,10 @@ class CacheReport(_Reply):
     breakpoints: list[int] = []
     """Indices of the returned history whose last block should carry a prompt-cache
     breakpoint, ascending, the last entry always among them."""
+    breakpoint_ttls: list[Literal["5m", "1h"]] = []
+    """Each breakpoint's lifetime, in the same order: every ``1h`` before every ``5m``."""
+    refresh_at: int | None = None
+    """With ``cache.refresh``: when a refresh call pays if no model call has come (ms)."""
 
 
 class CompactSummary(_Reply):

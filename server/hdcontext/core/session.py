@@ -14,11 +14,16 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
+from .cache.ledger import CallBill
 from .cache.pricing import Pricing, pricing_for
-from .cache.prompt_cache import Call
+from .cache.prompt_cache import Call, Placed, PromptCache
+from .cache.refresh import REFRESH_PLAIN_TOKENS, long_pays, next_refresh
+from .cache.rhythm import Waiting
 from .cache.savings import Savings
 from .cache.schedule import Candidate, Plan, everything
+from .calls import BilledUsage, CallEvent, CallMade, Retrieved, UsageReported
 from .compression.factory import get_strategy
 from .compression.prompts import COMPRESSION_PROMPT
 from .compression.types import (
@@ -47,6 +52,7 @@ from .replies import (
     CompressionReport,
     DensityCounts,
     DensityReport,
+    PricedAs,
     SettingsReply,
     Status,
 )
@@ -94,6 +100,8 @@ class CompactResult:
     cache: CacheReport
     steps: tuple[Step, ...] = field(default=())
     """The passes that ran, in order (``optimize``, ``compress``, ``emergency-optimize``…)."""
+    bill: CallBill | None = None
+    """The call as the daemon prices it (the edge keeps it for ``hdcontext stats``)."""
 
     def to_wire(self) -> dict[str, object]:
         """The whole reply of ``history/compact``, history as JSON values (the command line's
@@ -132,6 +140,8 @@ class SessionSnapshot:
 
     history: HistorySnapshot
     state: SessionState
+    calls: int = 0
+    """How many call events were waiting to be saved (``take_calls``)."""
 
 
 @dataclass(frozen=True)
@@ -190,6 +200,7 @@ class Session:
         self._cache = CacheState()
         self._savings = Savings()  # what each waiting edit saves, counted once
         self._lineage = Lineage()  # the conversation as history/sync last saw it
+        self._calls: list[CallEvent] = []  # noted since the edge last saved them
 
     # -- settings ------------------------------------------------------------------------
 
@@ -225,7 +236,14 @@ class Session:
             usage=self._cache.usage,
             masked_outputs=self.masked_outputs,
             masked_tokens=self.masked_tokens,
+            predicted=self._cache.predicted,
+            mispredicted=self._cache.mispredicted,
+            priced_as=self._priced_as(r),
         )
+
+    def _priced_as(self, r: Resolved) -> PricedAs:
+        pricing = pricing_for(r.values, self.model)
+        return PricedAs(model=pricing.row, match=pricing.match)
 
     # -- content -------------------------------------------------------------------------
 
@@ -294,11 +312,34 @@ class Session:
         cache_read_tokens: int | None = None,
         cache_write_tokens: int | None = None,
         output_tokens: int | None = None,
-    ) -> None:
-        """``history/usage``: add a call's bill to the totals. A call that neither read nor
-        wrote the cache says the provider is not caching this conversation: the schedule
-        then treats the cache as cold (nothing cached can be lost)."""
-        usage = self._cache.usage
+        *,
+        at: int | None = None,
+        write_1h_tokens: int | None = None,
+    ) -> UsageCheck | None:
+        """``history/usage``: add a call's bill to the totals, and hold it against what the
+        daemon expected of that call (``UsageCheck``, when it expected anything). A call that
+        neither read nor wrote the cache says the provider is not caching this conversation:
+        the schedule then treats the cache as cold (nothing cached can be lost).
+
+        The bill is noted for ``hdcontext stats`` too (``take_calls``), as the usage of the
+        call just made when that call waits for it; ``write_1h_tokens`` is the part of the
+        cache writes made for an hour, when the client knows it (the proxy does)."""
+        cache = self._cache
+        self._calls.append(
+            UsageReported(
+                at=self._clock() if at is None else at,
+                model=self.model,
+                attached=cache.expected is not None,
+                billed=BilledUsage(
+                    input=input_tokens,
+                    read=cache_read_tokens or 0,
+                    write=cache_write_tokens or 0,
+                    write_1h=write_1h_tokens,
+                    output=output_tokens or 0,
+                ),
+            )
+        )
+        usage = cache.usage
         read = cache_read_tokens or 0
         write = cache_write_tokens or 0
         total = usage.model_copy(
@@ -310,18 +351,57 @@ class Session:
                 "output_tokens": usage.output_tokens + (output_tokens or 0),
             }
         )
-        prompt = self._cache.prompt
+        prompt = cache.prompt
         if input_tokens > 0 and read == 0 and write == 0:
             prompt = prompt.reported_cold()
-        self._cache = replace(self._cache, usage=total, prompt=prompt)
+        check = None
+        predicted, missed = cache.predicted, cache.mispredicted
+        if cache.expected is not None:
+            check = UsageCheck(*cache.expected, input_tokens, read, write)
+            predicted = predicted.model_copy(
+                update={
+                    "calls": predicted.calls + 1,
+                    "input_tokens": predicted.input_tokens + check.expected_tokens,
+                    "cache_read_tokens": predicted.cache_read_tokens + check.expected_read,
+                    "cache_write_tokens": predicted.cache_write_tokens + check.expected_write,
+                }
+            )
+            missed += check.off
+        self._cache = replace(
+            cache,
+            usage=total,
+            prompt=prompt,
+            expected=None,
+            predicted=predicted,
+            mispredicted=missed,
+        )
         self.version += 1
+        return check
 
     # -- what density took away -----------------------------------------------------------
 
     def retrieve(self, call_id: str) -> tuple[ToolCallBlock | None, ToolResponseBlock]:
         """A tool call and its latest response as they were appended (KeyError if no
-        response has that id)."""
+        response has that id). Changes nothing: ``note_retrieved`` counts it."""
         return find_call(self.history.transcript_json, call_id)
+
+    def note_retrieved(self, at: int | None = None) -> None:
+        """Something density took out was fetched back (``history/retrieve``): how often
+        that happens says whether masking takes what the model still needs."""
+        self._calls.append(Retrieved(self._clock() if at is None else at))
+
+    # -- what the edge keeps of each call -------------------------------------------------
+
+    def take_calls(self) -> list[CallEvent]:
+        """The call events noted since the last time (``calls.py``), for the edge to save
+        with the session; they are forgotten here. A rolled-back change takes its own back
+        (``restore``)."""
+        taken, self._calls = self._calls, []
+        return taken
+
+    def _note_call(self, bill: CallBill | None, refresh: bool) -> None:
+        if bill is not None:
+            self._calls.append(CallMade(bill.at, refresh, self.model, bill, self.masked_outputs))
 
     def note_write(self, path: str, when: int | None = None) -> None:
         """A file written outside the history (disk, didSave). ``path`` is already resolved."""
@@ -440,6 +520,7 @@ class Session:
             pricing=pricing,
             slots=r.values.cache_max_breakpoints,
             carries=carries,
+            lifetimes=r.values.cache_ttl,
         )
 
     def _scheduler(self, r: Resolved, call: Call, all_now: bool) -> Callable[[list[Edit]], Plan]:
@@ -572,7 +653,8 @@ class Session:
         self, at: int, r: Resolved, pricing: Pricing, warm: bool, outcome: _Outcome
     ) -> CompactResult:
         """The compaction's answer: the history, where its breakpoints go (anchors before
-        the edits still waiting), and the prompt cache told of the call."""
+        the edits still waiting) and how long each keeps its entry, and the prompt cache told
+        of the call."""
         history = self.history
         cache = self._cache
         mark = cache.reply
@@ -584,29 +666,39 @@ class Session:
             and p < call.unchanged
             and not c.edit.free_only  # it waits for a cold cache: no anchor pays for it
         ]
+        free_waiting = sum(c.saving for c in outcome.waiting if c.edit.free_only)
         breakpoints = cache.prompt.place(call, starts)
-        prompt = cache.prompt.called(
-            call, breakpoints, off_total=history.total_tokens + cache.density_saved
+        placed = cache.prompt.lifetimes(call, breakpoints, free_waiting)
+        prompt, bill = cache.prompt.called(
+            call,
+            placed,
+            off_total=history.total_tokens + cache.density_saved,
+            off_long=r.values.cache_ttl == "1h",
         )
         # The same history keeps its revision (a call that changed nothing names the one
         # the client holds); the cache's bookkeeping of the call goes on all the same.
-        same = mark.revision > 0 and call.unchanged == call.length == mark.raw_len
+        stable = min(call.unchanged, mark.raw_len)  # of the history the client holds
+        same = mark.revision > 0 and stable == call.length == mark.raw_len
         revision = mark.revision if same else mark.revision + 1
         curated = history.curated()
         self._cache = replace(
             cache,
             prompt=prompt,
             reply=ReplyMark(revision, call.length, len(curated)),
+            free_pending=free_waiting,
+            expected=_expected(bill),
         )
         history.mark_stable()
+        self._note_call(bill, refresh=False)
         report = CacheReport(
             pricing=pricing.name,
-            stable_prefix=history.curated_index(call.unchanged),
+            stable_prefix=history.curated_index(stable),
             edits_applied=outcome.applied,
             edits_pending=cache.pending_edits,
             pending_tokens=cache.pending_tokens,
             cold=not warm,
-            breakpoints=sorted({history.curated_index(b) - 1 for b in breakpoints} - {-1}),
+            **self._marks(placed),
+            refresh_at=self._refresh_at(r, pricing, prompt, free_waiting),
         )
         previous = self._revision(mark.revision) if mark.revision else None
         return CompactResult(
@@ -619,7 +711,163 @@ class Session:
             previous=previous,
             cache=report,
             steps=outcome.steps,
+            bill=bill,
         )
+
+    def _marks(self, placed: Placed) -> dict[str, Any]:
+        """``cache.breakpoints`` and ``cache.breakpointTtls``: the placed breakpoints as
+        indices of the curated history (an empty model answer is not sent, so a breakpoint
+        after one goes on the entry before it)."""
+        history = self.history
+        marks: dict[int, bool] = {}
+        for b, long in zip(placed.breakpoints, placed.long, strict=True):
+            index = history.curated_index(b) - 1
+            if index >= 0:
+                marks[index] = marks.get(index, False) or long
+        indices = sorted(marks)
+        return {
+            "breakpoints": indices,
+            "breakpoint_ttls": ["1h" if marks[i] else "5m" for i in indices],
+        }
+
+    def _refresh_at(
+        self, r: Resolved, pricing: Pricing, prompt: PromptCache, free_waiting: int
+    ) -> int | None:
+        """With ``cache.refresh``: when a refresh call pays, if no model call comes first."""
+        if not r.values.cache_refresh or not prompt.held:
+            return None
+        return next_refresh(
+            ledger=prompt.ledger,
+            pricing=pricing,
+            held=prompt.held,
+            tokens_between=self.history.tokens_between,
+            free_waiting=free_waiting,
+            idle_limit=r.values.cache_refresh_idle_seconds * 1000,
+            can_lengthen=r.values.cache_ttl == "auto",
+        )
+
+    # -- a refresh call ------------------------------------------------------------------
+
+    def refresh(self, at: int | None = None) -> CompactResult:
+        """``history/refresh``: the request of a refresh call at ``at`` (ms; default now):
+        the working view up to the latest entry a request may end with (no tool call without
+        its result), with breakpoints on what the provider holds so that reading keeps it. No
+        density edit, no compression; the call is billed like any other.
+
+        Whether it pays is decided now, with what the client has told since the last call:
+        an answer of the model's appended says what the session waits on (``rhythm.Waiting``).
+        When it does not pay, the history is empty and ``refreshAt`` null: nothing to send.
+        ``RefreshTooEarly`` when ``at`` comes before the session's last call."""
+        at = self._clock() if at is None else at
+        prompt = self._cache.prompt
+        ledger = prompt.ledger
+        last = max(ledger.touched_at or 0, ledger.last_at or 0)
+        if at < last:
+            raise RefreshTooEarly(at, last)
+        r = self.resolved()
+        pricing = pricing_for(r.values, self.model)
+        history = self.history
+        whole = self._call(r, pricing, at)
+        live = prompt.live(whole)
+        free = self._cache.free_pending
+        waiting = self._waiting()
+        pays = live and next_refresh(
+            ledger=ledger,
+            pricing=pricing,
+            held=live,
+            tokens_between=history.tokens_between,
+            free_waiting=free,
+            idle_limit=r.values.cache_refresh_idle_seconds * 1000,
+            can_lengthen=r.values.cache_ttl == "auto",
+            waiting=waiting,
+            at=at,
+        )
+        if not pays:
+            return self._refresh_reply(r, pricing, Entries(()), Placed((), ()), None, at, 0)
+        held_end = max(q for q, _, _ in live)
+        end = max(_request_end(history.raw, whole.length), _request_end(history.raw, held_end))
+        call = replace(whole, length=end, unchanged=min(whole.unchanged, end))
+        placed = prompt.refresh_placed(call)
+        read = prompt.reading(call, placed.breakpoints)
+        written = history.tokens_between(read, end)
+        budget = ledger.budget(lifetimes=True) - pricing.read * history.tokens_between(0, read)
+        if written * pricing.write > budget:  # what came since waits for the next call
+            end = _request_end(history.raw, held_end)
+            call = replace(whole, length=end, unchanged=min(whole.unchanged, end))
+            placed = prompt.refresh_placed(call)
+            written = 0
+        if (
+            r.values.cache_ttl == "auto"
+            and placed.breakpoints
+            and not placed.long[-1]
+            and written * pricing.write_price(True) <= budget
+            and long_pays(
+                ledger=ledger,
+                pricing=pricing,
+                due=at,
+                written=written,
+                prefix_tokens=history.tokens_between(0, end),
+                waiting=waiting,
+            )
+        ):
+            placed = Placed(placed.breakpoints, (True,) * len(placed.breakpoints))
+        after, bill = prompt.refreshed(call, placed, REFRESH_PLAIN_TOKENS)
+        mark = self._cache.reply
+        if end > max(mark.raw_len, mark.held_len):
+            mark = replace(mark, held_len=end)
+        self._cache = replace(self._cache, prompt=after, reply=mark, expected=_expected(bill))
+        self._note_call(bill, refresh=True)
+        curated = history.curated()[: history.curated_index(end)]
+        return self._refresh_reply(r, pricing, curated, placed, bill, at, read)
+
+    def _refresh_reply(
+        self,
+        r: Resolved,
+        pricing: Pricing,
+        curated: Entries,
+        placed: Placed,
+        bill: CallBill | None,
+        at: int,
+        read: int,
+    ) -> CompactResult:
+        prompt = self._cache.prompt
+        report = CacheReport(
+            pricing=pricing.name,
+            stable_prefix=len(curated),
+            edits_applied=0,
+            edits_pending=self._cache.pending_edits,
+            pending_tokens=self._cache.pending_tokens,
+            cold=read == 0,
+            **self._marks(placed),
+            refresh_at=self._refresh_at(r, pricing, prompt, self._cache.free_pending)
+            if bill is not None
+            else None,
+        )
+        revision = self._revision(self._cache.reply.revision)
+        return CompactResult(
+            history=curated,
+            status=self.status(r),
+            density=None,
+            compression=None,
+            over_limit=False,
+            revision=f"{revision}.r{prompt.ledger.refreshes}",
+            previous=None,
+            cache=report,
+            bill=bill,
+        )
+
+    def _waiting(self) -> Waiting:
+        """What the idle session waits on, from what the client appended since the last call:
+        the model's answer calling a tool (``tool``), or answering (``person``)."""
+        history = self.history
+        since = self._cache.reply.raw_len
+        if len(history.raw) <= since:
+            return "unknown"
+        entry = history.raw[-1]
+        if entry.speaker != "ai":
+            return "unknown"
+        calls = any(isinstance(b, ToolCallBlock) for b in entry.blocks)
+        return "tool" if calls else "person"
 
     def _revision(self, n: int) -> str:
         return f"{self.epoch}-{n}" if self.epoch else str(n)
@@ -629,12 +877,13 @@ class Session:
     def snapshot(self) -> SessionSnapshot:
         """The session as it is now, for ``restore`` (cheap: the history's lists are taken
         by reference and length)."""
-        return SessionSnapshot(self.history.snapshot(), self.export_state())
+        return SessionSnapshot(self.history.snapshot(), self.export_state(), len(self._calls))
 
     def restore(self, snap: SessionSnapshot) -> None:
         """Put the session back as it was at ``snap`` (the one rollback path)."""
         self.history.restore_snapshot(snap.history)
         self.import_state(snap.state)
+        del self._calls[snap.calls :]
         # Keys and transcript places of entries rolled back will be given again.
         self._savings.forget()
         self._lineage.forget_after(len(self.history.transcript_json))
@@ -682,9 +931,68 @@ class Session:
         self.history.mark_stable(state.cache.reply.changed_from)
 
 
+@dataclass(frozen=True)
+class UsageCheck:
+    """A call as the daemon expected it billed, and as the provider billed it."""
+
+    expected_tokens: int
+    expected_read: int
+    expected_write: int
+    billed_tokens: int
+    billed_read: int
+    billed_write: int
+
+    @property
+    def off(self) -> bool:
+        """Whether the share of input read from the cache is more than a quarter off what
+        the daemon expected (the counts differ anyway: the provider's include the system
+        prompt and tools, and its tokenizer is its own)."""
+        if not self.expected_tokens or not self.billed_tokens:
+            return False
+        expected = self.expected_read / self.expected_tokens
+        billed = self.billed_read / self.billed_tokens
+        return abs(expected - billed) > MISPREDICTED
+
+
+MISPREDICTED = 0.25
+"""How far the billed share of input read from the cache may be from the expected one before
+the call counts as mispredicted."""
+
+
+class RefreshTooEarly(ValueError):
+    """``history/refresh`` at a time before the session's last call."""
+
+    def __init__(self, at: int, last: int) -> None:
+        super().__init__(f"at: {at} is before the session's last call ({last})")
+
+
+def _request_end(entries: Sequence[IContent], length: int) -> int:
+    """The longest prefix of ``entries[:length]`` that a request may end with, a line of
+    user text to follow: none of its tool calls left without a result."""
+    open_calls: set[str] = set()
+    end = 0
+    for i in range(length):
+        entry = entries[i]
+        for block in entry.blocks:
+            if isinstance(block, ToolCallBlock):
+                open_calls.add(block.id)
+            elif isinstance(block, ToolResponseBlock):
+                open_calls.discard(block.call_id)
+        if not open_calls:
+            end = i + 1
+    return end
+
+
+def _expected(bill: CallBill) -> tuple[int, int, int]:
+    charge = bill.charge
+    return charge.total, charge.read, charge.write + charge.write_long
+
+
 def _unchanged(mark: ReplyMark, changed_from: int | None) -> int:
-    """How many entries at the head of the working view are as the previous reply had them."""
-    return mark.raw_len if changed_from is None else min(mark.raw_len, changed_from)
+    """How many entries at the head of the working view are as the provider last saw them
+    (the previous reply, or a refresh call's longer request since)."""
+    sent = max(mark.raw_len, mark.held_len)
+    return sent if changed_from is None else min(sent, changed_from)
 
 
 def _merge_density(first: DensityReport | None, second: DensityReport) -> DensityReport:

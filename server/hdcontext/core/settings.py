@@ -31,6 +31,7 @@ from pydantic import (
 from pydantic.config import JsonDict
 from pydantic.fields import FieldInfo
 
+from .cache.prices import PRICES, PriceOverrideError, lookup, normalize, override
 from .density.types import MASK_RETENTION, Masking
 
 Source: TypeAlias = Literal["override", "settings", "default"]
@@ -50,6 +51,7 @@ DEFAULT_THRESHOLDS: dict[StrategyName, float] = {
 Schedule: TypeAlias = Literal["cache-aware", "every-turn"]
 Pricing: TypeAlias = Literal["auto", "anthropic", "openai", "gemini", "none"]
 Provider: TypeAlias = Literal["client", "openai"]
+Ttl: TypeAlias = Literal["5m", "1h", "auto"]
 
 # REQ-HD-005.2/005.3 plus the names other agents give the same tools.
 DEFAULT_READ_TOOLS: tuple[str, ...] = (
@@ -112,9 +114,26 @@ def _names(value: object) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _price_overrides(value: object) -> dict[str, dict[str, Any]]:
+    """``cache.prices``: model id -> an override of its price-table row, each checked as the
+    table applies it (``prices.override``), so a wrong shape is refused whole."""
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and k for k in value):
+        raise ValueError("not an object of model ids")
+    out: dict[str, dict[str, Any]] = {}
+    for model, fields in value.items():
+        try:
+            override(lookup(model).row or PRICES[0], fields)
+        except PriceOverrideError as err:
+            raise ValueError(str(err)) from None
+        assert isinstance(fields, Mapping)
+        out[normalize(model)] = dict(fields)
+    return out
+
+
 Number = Annotated[float, BeforeValidator(_number)]
 Integer = Annotated[int, BeforeValidator(_integer)]
 Names = Annotated[tuple[str, ...], BeforeValidator(_names)]
+PriceOverrides = Annotated[dict[str, dict[str, Any]], BeforeValidator(_price_overrides)]
 
 
 def _key(alias: str, default: object, expected: str, description: str = "", **bounds: Any) -> Any:
@@ -240,6 +259,36 @@ class Settings(BaseModel):
         "(1: only the last message carries one).",
         ge=1,
         le=4,
+    )
+    cache_prices: PriceOverrides = _key(
+        "cache.prices",
+        {},
+        "an object of model ids, each with any of input, output, cacheRead, cacheWrite5m, "
+        "cacheWrite1h (numbers >= 0, dollars per million tokens), ttlSeconds, minPrefix "
+        "(positive integers)",
+        "Your prices for a model, over the price table's row (a negotiated rate, a model "
+        "the table lacks).",
+    )
+    cache_ttl: Ttl = _key(
+        "cache.ttl",
+        "5m",
+        "one of 5m, 1h, auto",
+        "The lifetimes the client can ask its cache breakpoints: the provider's default only "
+        "(5m), an hour on every one (1h), or each as cache.breakpointTtls says (auto).",
+    )
+    cache_refresh: StrictBool = _key(
+        "cache.refresh",
+        False,
+        "a boolean",
+        "The client makes a refresh call when cache.refreshAt says (a call the user did not "
+        "make, so off unless turned on).",
+    )
+    cache_refresh_idle_seconds: Integer = _key(
+        "cache.refreshIdleSeconds",
+        3600,
+        "a positive integer",
+        "No refresh call once the session has been idle this long.",
+        gt=0,
     )
 
 

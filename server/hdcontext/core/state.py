@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .cache.ledger import CostLedger
+from .cache.pricing import DEFAULT_TTL_SECONDS
 from .cache.prompt_cache import PromptCache
 from .compression.types import Todo
 from .replies import Usage
@@ -21,6 +22,9 @@ class ReplyMark:
     raw_len: int = 0
     curated_len: int = 0
     changed_from: int | None = None
+    held_len: int = 0
+    """How many entries of the working view a refresh call sent since, when it sent more
+    than the reply (the model's answer, appended since): the provider may hold them too."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,14 @@ class CacheState:
     pending_tokens: int = 0
     pending_edits: int = 0
     usage: Usage = field(default_factory=Usage)
+    free_pending: int = 0
+    """Of ``pending_tokens``, what waits for a cold cache (masking's free-only edits): a
+    refresh that keeps the cache keeps them waiting."""
+    expected: tuple[int, int, int] | None = None
+    """The last call's input as the daemon expects it billed, until ``history/usage``
+    reports it: (tokens, read from the cache, written to it)."""
+    predicted: Usage = field(default_factory=Usage)
+    mispredicted: int = 0
 
 
 @dataclass(frozen=True)
@@ -120,6 +132,7 @@ def _todo_from_json(raw: dict[str, Any]) -> Todo:
 def _cache_to_json(cache: CacheState) -> dict[str, Any]:
     out = asdict(cache)
     out["usage"] = cache.usage.model_dump()
+    out["predicted"] = cache.predicted.model_dump()
     return out
 
 
@@ -127,20 +140,29 @@ def _pairs(raw: Any) -> tuple[tuple[int, int], ...]:
     return tuple((int(a), int(b)) for a, b in raw or ())
 
 
+def _held(raw: Any) -> tuple[tuple[int, int, int], ...]:
+    """Saved cache entries; one saved before entries had lifetimes lives the default one."""
+    default = DEFAULT_TTL_SECONDS * 1000
+    return tuple((int(e[0]), int(e[1]), int(e[2]) if len(e) > 2 else default) for e in raw or ())
+
+
+def _ledger(raw: dict[str, Any]) -> CostLedger:
+    return CostLedger(
+        **{**raw, "recent_pauses": tuple(int(g) for g in raw.get("recent_pauses", ()))}
+    )
+
+
 def _prompt_cache(raw: dict[str, Any]) -> PromptCache:
     """The saved prompt cache; a session saved before it had one kept its ledger beside the
     reply mark, and the ends of earlier requests (then the only cache entries) on it."""
     if "prompt" in raw:
         prompt = raw["prompt"]
-        return PromptCache(
-            held=_pairs(prompt["held"]),
-            ledger=CostLedger(**prompt["ledger"]),
-        )
-    ledger = CostLedger(**raw["ledger"])
+        return PromptCache(held=_held(prompt["held"]), ledger=_ledger(prompt["ledger"]))
+    ledger = _ledger(raw["ledger"])
     held = dict(_pairs(raw["reply"].get("earlier")))
     if ledger.last_at is not None and raw["reply"].get("raw_len"):
         held[int(raw["reply"]["raw_len"])] = ledger.last_at
-    return PromptCache(held=tuple(sorted(held.items())), ledger=ledger)
+    return PromptCache(held=_held(sorted(held.items())), ledger=ledger)
 
 
 def _cache_from_json(raw: object) -> CacheState:
@@ -155,4 +177,13 @@ def _cache_from_json(raw: object) -> CacheState:
         pending_tokens=int(raw["pending_tokens"]),
         pending_edits=int(raw["pending_edits"]),
         usage=Usage.model_validate(raw["usage"]),
+        free_pending=int(raw.get("free_pending", 0)),
+        expected=None if raw.get("expected") is None else _triple(raw["expected"]),
+        predicted=Usage.model_validate(raw.get("predicted", {})),
+        mispredicted=int(raw.get("mispredicted", 0)),
     )
+
+
+def _triple(raw: Any) -> tuple[int, int, int]:
+    a, b, c = raw
+    return int(a), int(b), int(c)

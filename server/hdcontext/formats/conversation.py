@@ -51,8 +51,12 @@ class Conversation:
     system: str | None = None
     workspace_root: str | None = None
     warnings: tuple[str, ...] = ()
-    """What the import skipped or repaired, one line each (a bad JSONL line, results moved
-    next to their calls…): the caller shows them; nothing in them is an error."""
+    """What the import skipped or repaired, one line each (the bad lines of a JSONL log,
+    results moved next to their calls…): the caller shows them; nothing in them is an error."""
+    incomplete: str | None = None
+    """Set when part of the input could not be read, saying how much
+    (``39 of 211 lines (82% of the file's bytes)``): what is counted from the conversation
+    is then what could be read."""
 
 
 @dataclass(frozen=True)

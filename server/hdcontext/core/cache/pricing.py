@@ -6,6 +6,10 @@ cache; OpenAI 0.1× and 1×, from GPT-5.6 on 0.1× and 1.25× for 30 minutes; Ge
 cache 0.25×). A cached prefix lives for a while after its last use. ``none`` prices every token
 alike, which makes the schedule apply edits as soon as they save anything.
 
+A provider may offer a longer lifetime at a dearer write (Anthropic: a breakpoint that asks
+``"ttl": "1h"`` writes its entry at 2× and it lives an hour from its last use; reads cost the
+same). Its price is ``write_long``; a provider without one has ``None`` there.
+
 Where a cached prefix may end differs, and it decides what an edit costs (the geometry):
 
 - OpenAI before GPT-5.6 and Gemini match any prefix two requests share.
@@ -23,12 +27,17 @@ Where a cached prefix may end differs, and it decides what an edit costs (the ge
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from ..settings import Settings
+from .prices import lookup, multiples, normalize, override, provider_of
 
 DEFAULT_TTL_SECONDS = 300
+LONG_TTL_MS = 3_600_000
+"""The longer lifetime a breakpoint may ask (Anthropic's ``"ttl": "1h"``)."""
 ANTHROPIC_LOOKBACK_BLOCKS = 20
 """How many content blocks before one of a request's breakpoints Anthropic looks for a cache
 entry (its prompt-caching guide)."""
@@ -60,6 +69,30 @@ class Pricing:
     """Entries the provider matches against, newest first."""
     assistant_breakpoints: bool = True
     """Whether a breakpoint may sit on the model's own message (not on OpenAI's)."""
+    write_long: float | None = None
+    """A token written to an entry of the longer lifetime (Anthropic's hour: 2×); ``None``:
+    the provider offers none."""
+    long_ttl_ms: int = LONG_TTL_MS
+    min_prefix: int = 0
+    """Tokens: a breakpoint on a shorter prompt writes no entry. The minimum counts the whole
+    prompt, system prompt and tools included, which agents' own exceed (Claude Code's alone is
+    some 15,000 tokens); the daemon sees the messages only and plans as if every prefix
+    reached it, so the cost model does not apply it."""
+    row: str | None = None
+    """The price table's row these come from (``None``: a provider's preset)."""
+    match: str = "preset"
+    """How the row was found: ``exact``, ``family``, ``fallback`` (the model is not in the
+    table: its provider's most common row stands in), ``override`` (the user's), or
+    ``preset``."""
+
+    def lifetime(self, long: bool) -> int:
+        """How long an entry written now lives after its last use, in ms."""
+        return self.long_ttl_ms if long and self.write_long is not None else self.ttl_ms
+
+    def write_price(self, long: bool) -> float:
+        if long and self.write_long is not None:
+            return self.write_long
+        return self.write
 
 
 ANTHROPIC = Pricing(
@@ -69,6 +102,7 @@ ANTHROPIC = Pricing(
     DEFAULT_TTL_SECONDS * 1000,
     at_breakpoints=True,
     lookback_blocks=ANTHROPIC_LOOKBACK_BLOCKS,
+    write_long=2.0,
 )
 OPENAI = Pricing("openai", 0.1, 1.0, DEFAULT_TTL_SECONDS * 1000)
 OPENAI_BREAKPOINTS = Pricing(
@@ -78,21 +112,6 @@ OPENAI_BREAKPOINTS = Pricing(
 GEMINI = Pricing("gemini", 0.25, 1.0, DEFAULT_TTL_SECONDS * 1000)
 NONE = Pricing("none", 1.0, 1.0, DEFAULT_TTL_SECONDS * 1000)
 PRESETS: dict[str, Pricing] = {p.name: p for p in (ANTHROPIC, OPENAI, GEMINI, NONE)}
-
-
-def provider_of(model: str | None) -> str:
-    """``cache.pricing: auto``: the provider a model name points at. Unknown models get
-    Anthropic's prices, the ones that punish a broken prefix most."""
-    name = (model or "").lower().rsplit("/", 1)[-1]
-    if name.startswith("claude"):
-        return "anthropic"
-    if name.startswith(("gpt", "chatgpt", "codex")) or (
-        len(name) > 1 and name[0] == "o" and name[1].isdigit()
-    ):
-        return "openai"
-    if name.startswith("gemini"):
-        return "gemini"
-    return "anthropic"
 
 
 def caches_at_breakpoints(model: str | None) -> bool:
@@ -105,21 +124,71 @@ def caches_at_breakpoints(model: str | None) -> bool:
     return version >= OPENAI_BREAKPOINTS_SINCE
 
 
+OLD_OPENAI_FALLBACK = "gpt-4.1"
+"""The row an OpenAI model the table lacks is priced by when its name is older than GPT-5.6
+(it matches any prefix and pays no write fee, as ``gpt-4.1`` does); newer names take the
+table's fallback."""
+
+
 def pricing_for(settings: Settings, model: str | None) -> Pricing:
-    """The prices and geometry to plan with: the preset that ``cache.pricing`` names (or the
-    model implies), with ``cache.readCost``, ``cache.writeCost`` and ``cache.ttlSeconds``
-    over it."""
-    name = settings.cache_pricing if settings.cache_pricing != "auto" else provider_of(model)
-    preset = PRESETS[name]
-    if name == "openai" and caches_at_breakpoints(model):
-        preset = OPENAI_BREAKPOINTS
+    """The prices and geometry to plan with. ``cache.pricing: auto`` (or the model's own
+    provider named): the model's row of the price table (``prices.py``), by exact id, then by
+    family, else its provider's fallback row (``Pricing.match`` says which), with the user's
+    ``cache.prices`` override of it; another provider named, or one the table does not price
+    (Gemini, ``none``): the provider's preset. ``cache.readCost``, ``cache.writeCost`` and
+    ``cache.ttlSeconds`` go over either."""
+    provider = provider_of(model)
+    name = settings.cache_pricing if settings.cache_pricing != "auto" else provider
+    base = _row_pricing(settings, model) if name == provider else None
+    if base is None:
+        base = PRESETS[name]
+        if name == "openai" and caches_at_breakpoints(model):
+            base = OPENAI_BREAKPOINTS
+    return replace(
+        base,
+        name=name,
+        read=base.read if settings.cache_read_cost is None else settings.cache_read_cost,
+        write=base.write if settings.cache_write_cost is None else settings.cache_write_cost,
+        ttl_ms=(settings.cache_ttl_seconds or base.ttl_ms // 1000) * 1000,
+    )
+
+
+def _row_pricing(settings: Settings, model: str | None) -> Pricing | None:
+    """The model's row as the cost model plans with it, or ``None`` where the table prices
+    nothing (Gemini)."""
+    own = settings.cache_prices
+    if not own:
+        return _row_of(model, "")
+    name = normalize(model)
+    found = lookup(model).row
+    mine = own.get(name) or (own.get(found.model) if found is not None else None)
+    return _row_of(model, json.dumps(mine, sort_keys=True) if mine else "")
+
+
+@lru_cache(maxsize=64)
+def _row_of(model: str | None, mine: str) -> Pricing | None:
+    """``_row_pricing`` for one model and one override (JSON, "" for none): looked up once,
+    since every status and every compact asks."""
+    found = lookup(model)
+    row, how = found.row, str(found.how)
+    if row is None:
+        return None
+    if how == "fallback" and row.provider == "openai" and not caches_at_breakpoints(model):
+        row = lookup(OLD_OPENAI_FALLBACK).row or row
+    if mine:
+        row, how = override(row, json.loads(mine)), "override"
+    m = multiples(row)
     return Pricing(
-        name,
-        preset.read if settings.cache_read_cost is None else settings.cache_read_cost,
-        preset.write if settings.cache_write_cost is None else settings.cache_write_cost,
-        (settings.cache_ttl_seconds or preset.ttl_ms // 1000) * 1000,
-        at_breakpoints=preset.at_breakpoints,
-        lookback_blocks=preset.lookback_blocks,
-        max_entries=preset.max_entries,
-        assistant_breakpoints=preset.assistant_breakpoints,
+        row.provider,
+        m.read,
+        m.write_5m,
+        row.ttl_s * 1000,
+        at_breakpoints=row.at_breakpoints,
+        lookback_blocks=row.lookback_blocks,
+        max_entries=row.max_entries,
+        assistant_breakpoints=row.assistant_breakpoints,
+        write_long=m.write_1h,
+        min_prefix=row.min_prefix,
+        row=row.model,
+        match=how,
     )

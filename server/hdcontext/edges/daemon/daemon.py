@@ -23,7 +23,14 @@ from typing import Any, Protocol, TypeVar
 from ...core.compression.types import CompressionError, SummarizerError
 from ...core.content import Block, IContent, entries_json
 from ...core.replies import Status, SyncReply
-from ...core.session import CompactResult, Session, SessionSummarizer, SyncOutcome
+from ...core.session import (
+    CompactResult,
+    RefreshTooEarly,
+    Session,
+    SessionSummarizer,
+    SyncOutcome,
+    UsageCheck,
+)
 from ...core.settings import FIELDS, SettingError, resolve
 from ...core.stored import Entries
 from ..storage.store import Store
@@ -32,6 +39,7 @@ from .conversation import conversation as resent_conversation
 from .ide_settings import IdeSettings
 from .json_text import JsonText
 from .prompt_file import load_compression_prompt
+from .retention import Pruner, Retention
 from .sessions import Registry, UnknownSession
 from .watcher import DiskWatcher, writes_after_reads
 from .wire import (
@@ -40,6 +48,7 @@ from .wire import (
     GetParams,
     ListParams,
     OpenParams,
+    RefreshParams,
     RetrieveParams,
     SessionParams,
     SetOverrideParams,
@@ -96,6 +105,7 @@ class Daemon:
         storage_dir: Path,
         settings: IdeSettings,
         retrieve_tool: str | None = None,
+        retention: Retention | None = None,
     ) -> None:
         self.client = client
         self.retrieve_tool = retrieve_tool
@@ -110,9 +120,32 @@ class Daemon:
         self._large: set[str] = set()  # sessions whose next compaction follows a large append
         self._noted: set[str] = set()  # sessions whose usage no commit has saved yet
         self._without_retrieve: set[str] = set()
+        self.retention = retention
+        """How long idle sessions are kept (``None``: the daemon deletes none by itself)."""
+        self._pruner = Pruner(retention, self.prune) if retention is not None else None
+        self.held_elsewhere: Callable[[str], bool] = lambda session_id: False
+        """Whether another connection of this process holds a session (claims.py): pruning
+        leaves it to that connection's daemon, which has it loaded."""
 
     async def start(self) -> None:
+        """Open the store; then prune idle sessions, now and daily (in the background)."""
         await self.store.open()
+        if self._pruner is not None:
+            self._pruner.start()
+
+    async def prune(self, idle_before: int) -> int:
+        """Delete the sessions idle since before ``idle_before`` (ms), each under its lock and
+        only if still idle then (a request may have come in meanwhile); how many went."""
+        deleted = 0
+        for session_id in await self.store.idle(idle_before):
+            if self.held_elsewhere(session_id):
+                continue
+            async with self.registry.lock(session_id):
+                if await self.registry.delete_idle(session_id, idle_before):
+                    deleted += 1
+        if deleted:
+            await self.update_watcher()
+        return deleted
 
     def _make_session(self, session_id: str) -> Session:
         return Session(
@@ -178,7 +211,16 @@ class Daemon:
         self.registry.note_disk_write(path, when)
 
     async def shutdown(self) -> None:
+        """Stop the watcher and the pruning; with a retention of 0, delete the sessions this
+        daemon served, which nobody uses any more (the store must still be open)."""
         await self.watcher.stop()
+        if self._pruner is None:
+            return
+        await self._pruner.stop()
+        if self.retention is not None and self.retention.days == 0:
+            for session in self.registry.loaded():
+                async with self.registry.lock(session.session_id):
+                    await self.registry.delete_idle(session.session_id, None)
 
     # -- requests -----------------------------------------------------------------------------
 
@@ -241,6 +283,14 @@ class Daemon:
 
             outcome = await self.registry.commit(session, change, model=p.model)
             conversation.settle(digests)
+            log.debug(
+                "sync %s: %d entries sent, %d held already, %d appended, %s",
+                p.session_id,
+                len(digests),
+                held,
+                outcome.appended,
+                "no fork" if outcome.forked_at is None else f"forked at {outcome.forked_at}",
+            )
             self._notify(session)
             reply = dict(session.status())
         if len(new) >= memory.LARGE_APPEND:
@@ -298,12 +348,14 @@ class Daemon:
             else:
                 prepared = await asyncio.to_thread(session.prepare, new)
 
+            outcome: list[SyncOutcome] = []  # for the DEBUG line
+
             async def change() -> CompactResult:
                 if p.model:
                     session.model = p.model
                 if p.context_limit is not None:
                     session.set_override("contextLimit", p.context_limit)
-                session.sync(held, digests, prepared)
+                outcome.append(session.sync(held, digests, prepared))
                 # After the sync: the reads it appended are settled too, as a compact's are.
                 await self._settle_disk(session)
                 return await then(session)
@@ -320,6 +372,17 @@ class Daemon:
             self._noted.discard(p.session_id)  # saved with this commit
             conversation.settle(digests)
             self._notify(session, result.status)
+        if log.isEnabledFor(logging.DEBUG):
+            synced = outcome[0]
+            log.debug(
+                "sync %s: %d entries sent, %d held already, %d appended, %s",
+                p.session_id,
+                len(digests),
+                held,
+                synced.appended,
+                "no fork" if synced.forked_at is None else f"forked at {synced.forked_at}",
+            )
+            log.debug("compact %s: %s", p.session_id, _decided(result))
         if len(new) >= memory.LARGE_APPEND:
             memory.release()
         await self.update_watcher()
@@ -332,32 +395,34 @@ class Daemon:
         except SettingError as err:
             raise invalid_params([f"contextLimit: {err}"]) from None
 
-    async def usage(self, raw: object) -> dict[str, Any]:
+    async def usage(self, raw: object, *, write_1h_tokens: int | None = None) -> dict[str, Any]:
+        """``history/usage``. ``write_1h_tokens``: of the cache writes, those made for an
+        hour, from an edge that read them in the provider's answer (the proxy); not on the
+        wire, whose ``cacheWriteTokens`` has no lifetime."""
         p = parse_params(UsageParams, raw)
         async with self.registry.lock(p.session_id):
             session = await self.registry.get(p.session_id)
-            await self.registry.commit(
-                session,
-                lambda: session.record_usage(
-                    p.input_tokens, p.cache_read_tokens, p.cache_write_tokens, p.output_tokens
-                ),
+            check = await self.registry.commit(
+                session, lambda: _record_usage(session, p, write_1h_tokens)
             )
+            _log_check(p.session_id, check)
             self._notify(session)
             return session.status().to_wire()
 
-    async def note_usage(self, raw: object) -> dict[str, Any]:
+    async def note_usage(
+        self, raw: object, *, write_1h_tokens: int | None = None
+    ) -> dict[str, Any]:
         """``history/usage`` without a disk write of its own: the figures count at once (the
-        status, the next compaction's schedule) and are saved with the session's next commit,
-        or by ``save_noted``. The proxy's way: a call's usage is read as its answer ends, and
-        a commit of its own would hold up the conversation's next request (and every other
+        status, the next compaction's schedule) and are saved with the session's next commit
+        (its ``calls`` row too, updated before that commit's own call is added), or by
+        ``save_noted``. The proxy's way: a call's usage is read as its answer ends, and a
+        commit of its own would hold up the conversation's next request (and every other
         session's, behind it on the store's one thread). A crash loses the last call's
         figures at most, never an entry."""
         p = parse_params(UsageParams, raw)
         async with self.registry.lock(p.session_id):
             session = await self.registry.get(p.session_id)
-            session.record_usage(
-                p.input_tokens, p.cache_read_tokens, p.cache_write_tokens, p.output_tokens
-            )
+            _log_check(p.session_id, _record_usage(session, p, write_1h_tokens))
             self._noted.add(p.session_id)
             self._notify(session)
             return session.status().to_wire()
@@ -374,6 +439,19 @@ class Daemon:
                 if session is not None:
                     await self.registry.commit(session, lambda: None)
 
+    async def refresh(self, raw: object) -> dict[str, Any]:
+        """``history/refresh``: what a refresh call sends now (an empty history when none
+        pays), billed like a call."""
+        p = parse_params(RefreshParams, raw)
+        async with self.registry.lock(p.session_id):
+            session = await self.registry.get(p.session_id)
+            try:
+                result = await self.registry.commit(session, lambda: session.refresh(p.at))
+            except RefreshTooEarly as err:
+                raise invalid_params([str(err)]) from None
+            self._notify(session, result.status)
+        return _compact_reply(result, "full", None)
+
     async def retrieve(self, raw: object) -> dict[str, Any]:
         p = parse_params(RetrieveParams, raw)
         async with self.registry.lock(p.session_id):
@@ -382,6 +460,8 @@ class Daemon:
                 call, response = await asyncio.to_thread(session.retrieve, p.call_id)
             except KeyError:
                 raise unknown_call(p.call_id, p.session_id) from None
+            # Counted (hdcontext stats: how often the model fetches back what density took).
+            await self.registry.commit(session, session.note_retrieved)
             return {
                 "call": _block_json(call) if call is not None else None,
                 "response": _block_json(response),
@@ -428,6 +508,8 @@ class Daemon:
                 provider = session.resolved().values.summarizer_provider
                 raise summarizer_failed(f"summarizer '{provider}' failed: {err}") from None
             self._notify(session, result.status)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("compact %s: %s", session_id, _decided(result))
         if session_id in self._large:
             self._large.discard(session_id)
             memory.release()  # so does the first look at a large batch of entries
@@ -524,6 +606,58 @@ def _compact_reply(result: CompactResult, reply: str, base: str | None) -> dict[
         held, keep, entries = result.delta(base)
         return {"delta": {"base": held, "keep": keep, "entries": history_json(entries)}, **fields}
     return fields
+
+
+def _record_usage(
+    session: Session, p: UsageParams, write_1h_tokens: int | None
+) -> UsageCheck | None:
+    return session.record_usage(
+        p.input_tokens,
+        p.cache_read_tokens,
+        p.cache_write_tokens,
+        p.output_tokens,
+        at=p.at,
+        write_1h_tokens=write_1h_tokens,
+    )
+
+
+def _log_check(session_id: str, check: UsageCheck | None) -> None:
+    if check is not None and check.off:
+        # Counts only: a price model that does not fit the provider should show.
+        log.info(
+            "session %s: the provider read %d of %d input tokens from its cache, "
+            "where %d of %d were expected",
+            session_id,
+            check.billed_read,
+            check.billed_tokens,
+            check.expected_read,
+            check.expected_tokens,
+        )
+
+
+def _decided(result: CompactResult) -> str:
+    """What a compaction decided, for a DEBUG line: counts, names and positions only."""
+    cache = result.cache
+    parts = [f"passes {', '.join(s.name for s in result.steps) or 'none'}"]
+    density = result.density
+    if density is not None:
+        parts.append(
+            f"density removed {density.removals}, replaced {density.replacements} "
+            f"({density.tokens_before} → {density.tokens_after} tokens)"
+        )
+    if result.compression is not None:
+        c = result.compression
+        parts.append(f"compressed by {c.strategy} ({c.tokens_before} → {c.tokens_after} tokens)")
+    parts.append(
+        f"{result.status.entry_count} entries, {result.status.total_tokens} tokens"
+        f"{', over the limit' if result.over_limit else ''}"
+    )
+    parts.append(
+        f"cache {cache.pricing} {'cold' if cache.cold else 'warm'}: {cache.stable_prefix} "
+        f"entries as last time, edits {cache.edits_applied} applied, {cache.edits_pending} "
+        f"waiting ({cache.pending_tokens} tokens), breakpoints {cache.breakpoints}"
+    )
+    return "; ".join(parts)
 
 
 def _block_json(block: Block) -> Any:

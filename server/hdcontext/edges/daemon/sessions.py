@@ -175,6 +175,16 @@ class Registry:
             raise UnknownSession(session_id)
         self._forget(session_id)
 
+    async def delete_idle(self, session_id: str, idle_before: int | None) -> bool:
+        """Delete a session if it has been idle since before ``idle_before`` (ms; ``None``:
+        whenever it was last used); whether it went. Hold its lock."""
+        deleted = await to_completion(
+            self._store.delete_sessions([session_id], idle_before=idle_before)
+        )
+        if deleted:
+            self._forget(session_id)
+        return bool(deleted)
+
     async def statuses(self) -> list[Status]:
         """Every stored session's Status, most recently changed first, without loading any."""
         out: list[Status] = []
@@ -283,6 +293,7 @@ class Registry:
             new_transcript=new_transcript,
             working=working,
             model=model,
+            calls=session.take_calls(),
         )
         await self._store.save(op)
         saved.transcript_len = len(transcript)

@@ -122,6 +122,11 @@ class UsageParams(SessionParams):
     at: NonNegative | None = None
 
 
+class RefreshParams(SessionParams):
+    at: NonNegative | None = None
+    """When the refresh call is made (ms since the epoch; default: the daemon's clock)."""
+
+
 class RetrieveParams(SessionParams):
     call_id: Annotated[str, StringConstraints(min_length=1)] = Field(alias="callId")
 
@@ -213,6 +218,11 @@ class InitOptions(BaseModel):
     """The tool through which the client's model can call ``history/retrieve``: pruned
     results then point at it by call id."""
     proxy: ProxyOptions | None = None
+    retention_days: Annotated[int, Field(ge=0)] | Literal["forever"] | None = Field(
+        default=None, alias="retentionDays"
+    )
+    """Days an idle session is kept in the storage folder (0: only while in use; "forever");
+    unset: ``serve --retention-days`` (retention.py)."""
 
 
 class SummarizeAnswer(BaseModel):

@@ -57,6 +57,7 @@ from ...core.tools import resolve_path
 from ..daemon.daemon import SETTINGS_WAIT_S, Daemon
 from ..daemon.ide_settings import IdeSettings
 from ..daemon.json_text import encode, holds_text
+from ..daemon.retention import Retention
 from ..daemon.summarizer import SessionSummarizer
 from ..daemon.watcher import now_ms, write_time
 from ..daemon.wire import (
@@ -69,7 +70,7 @@ from ..daemon.wire import (
     WireError,
     storage_unusable,
 )
-from ..storage.store import StoreError, folder_problem
+from ..storage.store import NOTICE_NAME, StoreError, folder_problem, mark_once
 from .claims import CLAIMS
 
 log = logging.getLogger("hdcontext.server")
@@ -219,7 +220,9 @@ class Lifecycle:
 
 
 class HdServer(LanguageServer):
-    def __init__(self, default_storage: Path | None = None) -> None:
+    def __init__(
+        self, default_storage: Path | None = None, retention: Retention | None = None
+    ) -> None:
         super().__init__(
             "hdcontext",
             _version(),
@@ -233,6 +236,9 @@ class HdServer(LanguageServer):
         """The proxy this daemon serves (``initializationOptions.proxy``), once it listens."""
         self.default_storage = default_storage
         """The storage folder when ``initialize`` names none (``serve --storage-dir``)."""
+        self.retention = retention or Retention()
+        """How long idle sessions are kept when ``initialize`` does not say
+        (``serve --retention-days``)."""
         self.lifecycle = Lifecycle()
         self.holder = CLAIMS.new_holder()
 
@@ -307,8 +313,14 @@ async def on_initialize(ls: HdServer, params: types.InitializeParams) -> None:
     client = PyglsClient(ls)
     options = _init_options(ls, params.initialization_options)
     storage = _storage_folder(ls, options.storage_dir)
-    daemon = Daemon(client, storage, ls.ide_settings, options.retrieve_tool)
+    retention = ls.retention
+    if options.retention_days is not None:
+        days = options.retention_days
+        retention = Retention(None if days == "forever" else days)
+    daemon = Daemon(client, storage, ls.ide_settings, options.retrieve_tool, retention)
     daemon.store.warn = client.warn
+    # Sessions another connection holds are its daemon's to prune (it has them loaded).
+    daemon.held_elsewhere = lambda session_id: not CLAIMS.visible(storage, session_id, ls.holder)
     try:
         await daemon.start()
     except StoreError as exc:
@@ -328,7 +340,7 @@ async def _start_proxy(
 ) -> None:
     """Serve ``hdcontext proxy`` on loopback over this daemon's sessions; a port that cannot
     be had is a warning, not a failed start (the editor's own requests still work)."""
-    from ..proxy.run import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM, Proxy
+    from ..proxy.run import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM, Proxy, storage_notice
 
     proxy = Proxy(
         daemon,
@@ -347,6 +359,10 @@ async def _start_proxy(
             type=types.MessageType.Info, message=f"hdcontext proxy listening on {proxy.url}"
         )
     )
+    if mark_once(daemon.storage_dir, NOTICE_NAME):
+        kept = daemon.retention or Retention(None)
+        notice = storage_notice(daemon.storage_dir, kept, "initializationOptions.retentionDays")
+        ls.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=notice))
 
 
 def _storage_folder(ls: HdServer, given: str | None) -> Path:
@@ -518,6 +534,7 @@ METHODS: dict[str, Handler] = {
     "history/sync": Daemon.sync,
     "history/usage": Daemon.usage,
     "history/retrieve": Daemon.retrieve,
+    "history/refresh": Daemon.refresh,
     "history/compact": Daemon.compact,
     "history/get": Daemon.get,
     "history/setOverride": Daemon.set_override,
@@ -560,8 +577,10 @@ def _register_method(ls: HdServer, method: str, handler: Handler) -> None:
     ls.feature(method)(run)
 
 
-def build_server(default_storage: Path | None = None) -> HdServer:
-    ls = HdServer(default_storage)
+def build_server(
+    default_storage: Path | None = None, retention: Retention | None = None
+) -> HdServer:
+    ls = HdServer(default_storage, retention)
     ls.feature(types.INITIALIZE)(on_initialize)
     ls.feature(types.INITIALIZED)(on_initialized)
     ls.feature(types.SHUTDOWN)(on_shutdown)

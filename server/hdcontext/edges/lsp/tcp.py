@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from ..daemon import memory
+from ..daemon.retention import Retention
 from ..storage import storage_lock
 from ..storage.store import PRIVATE_UMASK, TOKEN_NAME, StoreError, folder_problem, prepare_folder
 from .framing import StreamSource
@@ -40,7 +41,9 @@ EXIT_STORAGE_LOCKED = 3
 EXIT_UNUSABLE = 2
 
 
-def serve_tcp(host: str, port: int, *, storage: Path, max_body: int) -> int:
+def serve_tcp(
+    host: str, port: int, *, storage: Path, max_body: int, retention: Retention | None = None
+) -> int:
     """Listen until interrupted; the exit code (3 when another daemon has the folder)."""
     memory.configure()
     os.umask(PRIVATE_UMASK)
@@ -56,7 +59,7 @@ def serve_tcp(host: str, port: int, *, storage: Path, max_body: int) -> int:
         print(f"hdcontext: {message}", file=sys.stderr, flush=True)
         return EXIT_UNUSABLE
     try:
-        return asyncio.run(_listen(host, port, storage, max_body, token, where))
+        return asyncio.run(_listen(host, port, storage, max_body, token, where, retention))
     except KeyboardInterrupt:
         return 0
 
@@ -80,10 +83,16 @@ def address(host: str, port: int) -> str:
 
 
 async def _listen(
-    host: str, port: int, storage: Path, max_body: int, token: str, where: str
+    host: str,
+    port: int,
+    storage: Path,
+    max_body: int,
+    token: str,
+    where: str,
+    retention: Retention | None,
 ) -> int:
     async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        ls = build_server(storage)
+        ls = build_server(storage, retention)
         ls.protocol.set_writer(writer)
         connection = Connection(ls, StreamSource(reader), max_body=max_body, token=token)
         try:

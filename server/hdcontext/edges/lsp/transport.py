@@ -36,6 +36,7 @@ from typing import Any
 from pygls.io_ import StdoutWriter
 
 from ..daemon import memory
+from ..daemon.retention import Retention
 from ..daemon.wire import (
     INVALID_REQUEST,
     SERVER_NOT_INITIALIZED,
@@ -203,16 +204,18 @@ class Connection:
 
 
 def serve_stdio(
-    default_storage: Path | None = None, max_body: int = DEFAULT_MAX_MESSAGE_BYTES
+    default_storage: Path | None = None,
+    max_body: int = DEFAULT_MAX_MESSAGE_BYTES,
+    retention: Retention | None = None,
 ) -> int:
     """The daemon over stdin/stdout, until ``exit`` or the end of stdin; its exit code."""
     memory.configure()
     os.umask(PRIVATE_UMASK)
-    return asyncio.run(_stdio(default_storage, max_body))
+    return asyncio.run(_stdio(default_storage, max_body, retention))
 
 
-async def _stdio(default_storage: Path | None, max_body: int) -> int:
-    ls = build_server(default_storage)
+async def _stdio(default_storage: Path | None, max_body: int, retention: Retention | None) -> int:
+    ls = build_server(default_storage, retention)
     ls.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
     connection = Connection(ls, FdSource(sys.stdin.fileno()), max_body=max_body)
     try:

@@ -4,13 +4,22 @@
 compactor; what it cannot or should not handle goes upstream as it came, with a log line that
 says why (kinds and counts only: no content, no header values). Any other path is passed to
 the upstream it belongs to: Anthropic's when the path is under ``/v1/messages`` or the request
-carries ``anthropic-version``, else OpenAI's.
+carries one of Anthropic's headers (``anthropic-version``, or its key header ``x-api-key``:
+an SDK listing models sends the key alone), else OpenAI's. But ``GET /`` (and
+``/hdcontext/stats.json``) is hdcontext's own: the savings page of the proxy's sessions
+(``dashboard.py``).
+
+The log: a line at INFO for each request hdcontext compacted, a warning for each it sent as it
+came (and why); at DEBUG, for every request, what came in (API, path, size), what hdcontext
+decided and how long it took, and what the upstream answered (status, how long, the usage
+read). Sizes, counts, ids and reasons only: never content, never a header's value.
 """
 
 from __future__ import annotations
 
 import gc
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +28,8 @@ from aiohttp import web
 
 from .anthropic import AnthropicApi
 from .api import Api, Unsupported
-from .compactor import Compacted, Compactor, TooSlow, client_name
+from .compactor import Compacted, Compactor, NotJson, TooSlow, client_name
+from .dashboard import Dashboard, add_routes
 from .guard import refusal
 from .openai import OpenAiApi
 from .upstream import SESSION_HEADER, Forwarded, Upstream, forward
@@ -46,6 +56,8 @@ class ProxyState:
     apis: dict[str, Api] = field(
         default_factory=lambda: {"anthropic": AnthropicApi(), "openai": OpenAiApi()}
     )
+    dashboard: Dashboard | None = None
+    """The savings page (``GET /``) of the sessions this proxy keeps."""
 
 
 STATE = web.AppKey("hdcontext_proxy", ProxyState)
@@ -67,6 +79,8 @@ def build_app(state: ProxyState) -> web.Application:
     app[STATE] = state
     app.router.add_post("/v1/messages", _anthropic)
     app.router.add_post("/v1/chat/completions", _openai)
+    if state.dashboard is not None:
+        add_routes(app, state.dashboard)
     app.router.add_route("*", "/{tail:.*}", _passthrough)
     app.cleanup_ctx.append(_client)
     return app
@@ -108,14 +122,49 @@ async def _openai(request: web.Request) -> web.StreamResponse:
 
 async def _passthrough(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
-    name = (
-        "anthropic"
-        if request.path.startswith("/v1/messages") or "anthropic-version" in request.headers
-        else "openai"
-    )
+    name = upstream_of(request)
     body = await request.read()
+    log.debug("%s %s %s: %d bytes, passed through", name, request.method, request.path, len(body))
+    started = time.perf_counter()
     done = await forward(_session(state), request, state.upstreams[name], body)
+    _answered(name, request.path, done, started)
     return done.response
+
+
+def upstream_of(request: web.Request) -> str:
+    """Which upstream a request of another path belongs to: Anthropic's if the path or a
+    header says so (``anthropic-version``, ``x-api-key``), else OpenAI's (``Authorization``)."""
+    headers = request.headers
+    if (
+        request.path.startswith("/v1/messages")
+        or "anthropic-version" in headers
+        or "x-api-key" in headers
+    ):
+        return "anthropic"
+    return "openai"
+
+
+def _answered(name: str, what: str, done: Forwarded, started: float) -> None:
+    """The DEBUG line of an upstream's answer: status, time, the usage read (counts)."""
+    if not log.isEnabledFor(logging.DEBUG):
+        return
+    billed = done.billed
+    usage = (
+        f"usage {billed.input_tokens} in ({billed.cache_read_tokens} cache read, "
+        f"{billed.cache_write_tokens} cache write), {billed.output_tokens} out"
+        if billed is not None
+        else "no usage read"
+    )
+    kind = "body" if isinstance(done.response, web.Response) else "stream"
+    log.debug(
+        "%s %s: upstream answered %d (%s) in %.0f ms, %s",
+        name,
+        what,
+        done.status,
+        kind,
+        (time.perf_counter() - started) * 1000,
+        usage,
+    )
 
 
 async def _through(request: web.Request, name: str) -> web.StreamResponse:
@@ -124,16 +173,35 @@ async def _through(request: web.Request, name: str) -> web.StreamResponse:
     upstream = state.upstreams[name]
     raw = await read_body(request)
     state.requests += 1
+    log.debug("%s %s: %d bytes in", name, request.path, len(raw))
+    started = time.perf_counter()
     compacted = await _compacted(state, api, request, raw)
     body = compacted.body if compacted is not None else raw
     billed_of = api.billed if compacted is not None else None
+    sent = time.perf_counter()
+    log.debug(
+        "%s %s: hdcontext %s in %.0f ms",
+        name,
+        compacted.session_id if compacted is not None else "(no session)",
+        _verdict(compacted),
+        (sent - started) * 1000,
+    )
     done: Forwarded = await forward(_session(state), request, upstream, body, billed_of)
+    _answered(name, compacted.session_id if compacted is not None else request.path, done, sent)
     if compacted is not None and done.billed is not None:
         try:
             await state.compactor.record(compacted.session_id, done.billed)
         except Exception as exc:  # the answer has gone out already; only the tally is lost
             log.warning("%s: usage not recorded: %s", name, type(exc).__name__)
     return done.response
+
+
+def _verdict(compacted: Compacted | None) -> str:
+    if compacted is None:
+        return "passed it on as it came"
+    if compacted.passed:
+        return "passed it on as it came, taking the conversation in meanwhile"
+    return "compacted"
 
 
 async def read_body(request: web.Request) -> bytes:
@@ -162,6 +230,8 @@ async def _compacted(
             session=request.headers.get(SESSION_HEADER) or None,
             client=client_name(request.headers.get("User-Agent")),
         )
+    except NotJson as exc:
+        return _unchanged(state, api, str(exc))
     except Unsupported as exc:
         return _unchanged(state, api, f"not carried: {exc}")
     except TooSlow as exc:

@@ -78,6 +78,10 @@ KEPT_MEMO_BYTES = 48 * 1024 * 1024
 KEPT_SESSIONS = 8
 """The proxy's sessions the daemon keeps loaded (the ones used last); the others are in its
 storage, and a request for one loads it again."""
+SAVE_AFTER_S = 1.0
+"""A call's usage not saved by the conversation's next commit within this long is saved on
+its own (``Compactor.record``): soon enough for ``hdcontext stats`` and the page, late enough
+that an agent's next request, usually sooner, does not wait behind a write of its own."""
 PASS_BYTES = 256 * 1024
 """The size from which a conversation the daemon does not know is forwarded as it came and
 taken in meanwhile: a smaller one is taken in and compacted within its request (tens of
@@ -94,6 +98,10 @@ def now_ms() -> int:
 
 class InvalidResult(RuntimeError):
     """The rebuilt request breaks the provider's rules: it is not sent."""
+
+
+class NotJson(Unsupported):
+    """The body is not a JSON object: nothing of it was read as a conversation."""
 
 
 class TooSlow(TimeoutError):
@@ -252,9 +260,9 @@ def _parsed(api: Api, raw: bytes) -> tuple[dict[str, Any], list[Any], int]:
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        raise Unsupported("the body is not JSON") from None
+        raise NotJson("the body is not JSON") from None
     if not isinstance(body, dict):
-        raise Unsupported("the body is not a JSON object")
+        raise NotJson("the body is not a JSON object")
     elements = body.get("messages")
     if not isinstance(elements, list) or not elements:
         raise Unsupported("no 'messages' list")
@@ -415,6 +423,9 @@ class Compactor:
         """A conversation the daemon does not know, this large or larger, goes as it came
         while it is taken in (``_pass``)."""
         self._ingests: dict[str, asyncio.Future[None]] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}  # usage noted, not saved yet
+        self._saves: set[asyncio.Future[None]] = set()  # those saving now
+        self.save_after_s = SAVE_AFTER_S
         self.context_limit: int | None = None
         """``contextLimit`` for the sessions the proxy opens (None: the settings' own)."""
         self._memos: OrderedDict[str, Memo] = OrderedDict()
@@ -576,21 +587,48 @@ class Compactor:
                 memory.release()  # and what it freed goes back to the system
 
     async def record(self, session_id: str, billed: Billed, at: int | None = None) -> None:
-        """``history/usage`` for the call just made, saved with the session's next commit
-        (``Daemon.note_usage``), or when the session is unloaded or the proxy stops. A
-        conversation being taken in is taken in first."""
+        """``history/usage`` for the call just made: counted at once (``Daemon.note_usage``),
+        saved with the session's next commit, or ``save_after_s`` later if no commit came
+        first (then its ``calls`` row gets the bill). A conversation being taken in is taken
+        in first."""
         at = now_ms() if at is None else at
         ingest = self._ingests.get(session_id)
         if ingest is not None:
             await asyncio.shield(ingest)
-        await self.daemon.note_usage(billed.params(session_id, at))
+        await self.daemon.note_usage(
+            billed.params(session_id, at), write_1h_tokens=billed.cache_write_1h_tokens
+        )
+        if session_id not in self._timers:
+            loop = asyncio.get_running_loop()
+            self._timers[session_id] = loop.call_later(self.save_after_s, self._save, session_id)
+
+    def _save(self, session_id: str) -> None:
+        del self._timers[session_id]
+        task = asyncio.ensure_future(self._save_noted(session_id))
+        self._saves.add(task)
+        task.add_done_callback(self._saves.discard)
+
+    async def _save_noted(self, session_id: str) -> None:
+        try:
+            await self.daemon.save_noted(session_id)  # nothing to do if a commit saved it
+        except Exception as exc:  # the next commit saves it
+            log.warning("usage of %s not saved yet: %s", session_id, type(exc).__name__)
+
+    async def saved(self) -> None:
+        """Save now the usage still waiting for ``save_after_s``: before the proxy stops, and
+        for a reader that must see every call's bill on disk (tests)."""
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        await asyncio.gather(*self._saves)
+        await self.daemon.save_noted()
 
     async def close(self) -> None:
         """Finish taking in what is being taken in, and save what is not saved yet (the last
         calls' usage)."""
         for task in list(self._ingests.values()):
             await asyncio.shield(task)
-        await self.daemon.save_noted()
+        await self.saved()
 
 
 def _with_pieces(memo: Memo, pieces: Pieces | None) -> Memo:

@@ -2,8 +2,12 @@
 
 On its own it is a daemon without an editor: it takes its storage folder as ``serve`` does
 (created 0700, locked, so no other daemon writes the same sessions), opens the store and
-serves until interrupted. ``Proxy`` is the same server over a ``Daemon`` someone else made,
-which is how an editor's daemon can host it (its sessions then show in the editor).
+serves until interrupted. Every conversation that goes through it is kept there, which a user
+of a proxy would not guess: the first start in a folder says so (where, for how long, how to
+change it or delete them), once, remembered by a file in the folder; idle sessions go after
+``--retention-days`` (``daemon/retention.py``). ``Proxy`` is the same server over a
+``Daemon`` someone else made, which is how an editor's daemon can host it (its sessions then
+show in the editor).
 """
 
 from __future__ import annotations
@@ -22,15 +26,24 @@ from yarl import URL
 
 from ...core.compression.types import SummarizeRequest, SummarizerError
 from ...core.session import SessionSummarizer
-from ...core.settings import Settings
+from ...core.settings import Settings, resolve
 from ..daemon import memory
 from ..daemon.daemon import Daemon
 from ..daemon.ide_settings import IdeSettings
+from ..daemon.retention import Retention
 from ..daemon.summarizer import ask_openai, timeout_seconds
 from ..storage import storage_lock
-from ..storage.store import PRIVATE_UMASK, StoreError, folder_problem, prepare_folder
+from ..storage.store import (
+    NOTICE_NAME,
+    PRIVATE_UMASK,
+    StoreError,
+    folder_problem,
+    mark_once,
+    prepare_folder,
+)
 from .app import ProxyState, build_app
 from .compactor import DEFAULT_BOUND_S, Compactor
+from .dashboard import Dashboard
 from .guard import allowed_hosts, is_loopback
 from .upstream import Upstream
 
@@ -86,6 +99,11 @@ class Proxy:
                 "anthropic": Upstream("anthropic", URL(anthropic)),
                 "openai": Upstream("openai", URL(openai)),
             },
+            dashboard=Dashboard(
+                daemon.storage_dir,
+                lambda: resolve({}, daemon.settings.current()).values.cache_prices,
+                flush=compactor.saved,
+            ),
         )
         self._runner: web.AppRunner | None = None
         self.host = ""
@@ -118,6 +136,19 @@ class Proxy:
             self._runner = None
 
 
+def storage_notice(storage: Path, retention: Retention, setting: str = "--retention-days N") -> str:
+    """What the first start in a storage folder says about what the proxy keeps there."""
+    return (
+        "hdcontext proxy: every conversation that goes through the proxy is kept on disk, in "
+        f"{storage} (a SQLite database only you can read), so that it picks up where it was "
+        f"after a restart. Idle conversations are {retention.describe()}: {setting} "
+        "changes that (0: keep a conversation only while it is in use; forever: keep them "
+        "all). 'hdcontext sessions list' shows them, 'hdcontext sessions delete ID' and "
+        "'hdcontext sessions prune --older-than 7d' delete them. (Said once: "
+        f"{storage / NOTICE_NAME} remembers it.)"
+    )
+
+
 def serve_proxy(
     *,
     host: str,
@@ -127,6 +158,7 @@ def serve_proxy(
     openai: str,
     bound_s: float,
     context_limit: int | None = None,
+    retention: Retention | None = None,
 ) -> int:
     """``hdcontext proxy`` until interrupted; its exit code."""
     memory.configure(memory.PROXY_MMAP_THRESHOLD, memory.PROXY_TRIM_THRESHOLD)
@@ -148,8 +180,13 @@ def serve_proxy(
         message = str(exc) if isinstance(exc, StoreError) else folder_problem(storage, exc)
         print(f"hdcontext proxy: {message}", file=sys.stderr, flush=True)
         return EXIT_UNUSABLE
+    kept = retention or Retention()
+    if mark_once(storage, NOTICE_NAME):
+        print(storage_notice(storage, kept), file=sys.stderr, flush=True)
     try:
-        return asyncio.run(_serve(host, port, storage, anthropic, openai, bound_s, context_limit))
+        return asyncio.run(
+            _serve(host, port, storage, anthropic, openai, bound_s, context_limit, kept)
+        )
     except KeyboardInterrupt:
         return 0
 
@@ -162,8 +199,9 @@ async def _serve(
     openai: str,
     bound_s: float,
     context_limit: int | None,
+    retention: Retention,
 ) -> int:
-    daemon = Daemon(_NoEditor(), storage, IdeSettings())
+    daemon = Daemon(_NoEditor(), storage, IdeSettings(), retention=retention)
     try:
         await daemon.start()
     except StoreError as exc:
@@ -182,7 +220,8 @@ async def _serve(
     print(
         f"hdcontext proxy listening on {proxy.url} (port {listening}; anthropic upstream "
         f"{proxy.state.upstreams['anthropic'].shown()}, openai upstream "
-        f"{proxy.state.upstreams['openai'].shown()}; sessions in {storage})",
+        f"{proxy.state.upstreams['openai'].shown()}; sessions in {storage}, idle ones "
+        f"{retention.describe()}; what it saved: {proxy.url}/)",
         file=sys.stderr,
         flush=True,
     )

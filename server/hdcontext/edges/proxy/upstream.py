@@ -7,6 +7,14 @@ HTTP library's, which decodes the answer, so that its usage can be read. The ans
 status, headers (less the hop ones and the encoding already undone) and body: a refusal reaches
 the client with the upstream's status and body. An event stream is passed on chunk by chunk as
 it arrives. An upstream that cannot be reached is a 502 that names which one.
+
+Never worse than no proxy, when the upstream breaks off too. An event stream cut short (the
+connection gone before the closing chunk, a read that timed out) reaches the client as the same
+broken transfer: its connection is closed without the closing chunk, so that its HTTP library
+raises as it would have without the proxy and its SDK may retry, where a proxy that ended the
+response properly would hand it a cut-off answer that looks finished. A JSON answer cut short
+has not reached the client yet (it is read whole, for its usage): it becomes a 502 in the API's
+error shape that says which upstream broke off, which SDKs retry as well.
 """
 
 from __future__ import annotations
@@ -77,10 +85,19 @@ def response_headers(headers: CIMultiDictProxy[str]) -> CIMultiDict[str]:
 
 def unreachable(upstream: Upstream, exc: BaseException) -> web.Response:
     """The 502 a client gets when the upstream cannot be reached, in the API's error shape."""
-    message = (
-        f"hdcontext proxy: the {upstream.name} upstream ({upstream.shown()}) could not be "
-        f"reached ({type(exc).__name__})"
-    )
+    return bad_gateway(upstream, f"could not be reached ({type(exc).__name__})")
+
+
+def broke_off(upstream: Upstream, exc: BaseException) -> web.Response:
+    """The 502 a client gets when the upstream's answer stopped short of its end."""
+    return bad_gateway(upstream, f"broke off its answer ({type(exc).__name__})")
+
+
+def bad_gateway(upstream: Upstream, what: str) -> web.Response:
+    """A 502 in the API's error shape, so that the client's SDK reads it as the provider's
+    own error (and retries it); the message names the upstream (no user or password) and
+    what went wrong, never a header or the conversation."""
+    message = f"hdcontext proxy: the {upstream.name} upstream ({upstream.shown()}) {what}"
     if upstream.name == "anthropic":
         body: object = {"type": "error", "error": {"type": "api_error", "message": message}}
     else:
@@ -124,7 +141,17 @@ async def forward(
         read = billed_of is not None and answer.status == 200
         if answer.content_type == "text/event-stream":
             return await _stream(request, answer, headers, upstream, billed_of if read else None)
-        data = await answer.read()
+        try:
+            data = await answer.read()
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            log.warning(
+                "%s upstream %s broke off an answer (status %d): %s",
+                upstream.name,
+                upstream.shown(),
+                answer.status,
+                type(exc).__name__,
+            )
+            return Forwarded(broke_off(upstream, exc), None, 502)
         billed = None
         if read and billed_of is not None and len(data) <= MAX_USAGE_BODY:
             billed = from_json(data, billed_of)
@@ -149,9 +176,21 @@ async def _stream(
             if usage is not None:
                 usage.feed(chunk)
             await response.write(chunk)
-        await response.write_eof()
-    except (TimeoutError, ConnectionResetError, aiohttp.ClientError) as exc:
-        # The client went away, or the upstream broke off: nothing more can reach the client.
+    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+        # The upstream broke off, or the client went away. Either way the client's transfer
+        # must not end as a whole one: close its connection before the closing chunk.
         log.warning("%s stream ended early: %s", upstream.name, type(exc).__name__)
+        _break(request)
         return Forwarded(response, None, answer.status)
+    await response.write_eof()
     return Forwarded(response, usage.billed if usage is not None else None, answer.status)
+
+
+def _break(request: web.Request) -> None:
+    """End the client's connection where its answer stands, as the upstream's ended: what was
+    written is flushed, then the socket closes without the chunked body's last chunk, so the
+    client sees an incomplete transfer. aiohttp's own end of the response then finds the
+    connection closed and gives up quietly (a ConnectionError it expects)."""
+    transport = request.transport
+    if transport is not None and not transport.is_closing():
+        transport.close()

@@ -4,7 +4,8 @@ The answer goes to the client byte for byte; the proxy only reads along. A JSON 
 once it is whole. An event stream (``text/event-stream``) is read line by line as it flows, and
 only ``data:`` lines that mention ``"usage"`` are parsed, so a long stream costs a byte search
 per chunk. Anthropic gives its input and cache figures in ``message_start`` and the output in
-``message_delta``; OpenAI gives one ``usage`` object, in the last chunk of a stream (when the
+``message_delta`` (and, in ``cache_creation``, how many cache writes were made for an hour);
+OpenAI gives one ``usage`` object, in the last chunk of a stream (when the
 client asked for it with ``stream_options.include_usage``).
 """
 
@@ -25,6 +26,9 @@ class Billed:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     output_tokens: int = 0
+    cache_write_1h_tokens: int | None = None
+    """Of the cache writes, those made for an hour (Anthropic's ``cache_creation``), when the
+    answer says; it prices them at the hour's rate in ``hdcontext stats``."""
 
     def params(self, session_id: str, at: int) -> dict[str, Any]:
         return {
@@ -51,11 +55,14 @@ def anthropic_billed(usage: object) -> Billed | None:
         return None
     read = count(usage.get("cache_read_input_tokens"))
     write = count(usage.get("cache_creation_input_tokens"))
+    split = usage.get("cache_creation")
+    long = count(split.get("ephemeral_1h_input_tokens")) if isinstance(split, Mapping) else None
     return Billed(
         input_tokens=count(usage.get("input_tokens")) + read + write,
         cache_read_tokens=read,
         cache_write_tokens=write,
         output_tokens=count(usage.get("output_tokens")),
+        cache_write_1h_tokens=None if long is None else min(long, write),
     )
 
 

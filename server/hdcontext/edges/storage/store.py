@@ -26,6 +26,15 @@ narrowed when opened), and one daemon uses it at a time (``storage_lock.py``). N
 followed as a symlink: a link where the database, its journals, the lock or the transcripts
 belong is refused, so that nobody with a way to plant one can make the daemon write elsewhere.
 
+Deleting a session deletes it from the file, not only from the tables: every table's rows of
+it go (every table with a ``session_id`` column, found in the schema, so a table added later is
+covered), SQLite overwrites what it frees with zeros (``secure_delete``), the write-ahead log is
+checkpointed and truncated so that no older copy of a page stays in it, and its exported
+transcript goes. A database written before ``secure_delete`` was on (schema 2 and earlier) may
+hold freed content still: its first deletion rewrites the whole file once (``VACUUM``).
+``ReadOnly`` reads the database without writing or locking it (``hdcontext sessions list``
+while a daemon holds the folder).
+
 A session whose transcript lost a row (a damaged file, a hand edit) still opens: its
 transcript is renumbered without the hole, the working entries that were that row are dropped,
 with any tool call or response that would be left without its partner, and the store says
@@ -48,6 +57,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from ...core.cache.ledger import Charge
+from ...core.calls import BilledUsage, CallEvent, CallMade, CallRow, Kind, UsageReported
 from ...core.state import SessionState
 from ...core.stored import Blob
 from . import storage_lock
@@ -60,16 +71,24 @@ DB_NAME = "hdcontext.sqlite3"
 TRANSCRIPTS_DIR = "transcripts"
 TOKEN_NAME = "tcp-token"
 """Where ``serve --tcp`` writes the token it made up (tcp.py)."""
+NOTICE_NAME = "storage-notice-shown"
+"""Made when ``hdcontext proxy`` first said that it keeps conversations here (``mark_once``)."""
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
 PRIVATE_UMASK = 0o077
 """Everything the daemon creates is the user's alone (the store narrows its own files too)."""
 _DB_FILES = (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal")
-_OWN_NAMES = (*_DB_FILES, TRANSCRIPTS_DIR, storage_lock.LOCK_NAME, TOKEN_NAME)
-SCHEMA_VERSION = 2
+_OWN_NAMES = (*_DB_FILES, TRANSCRIPTS_DIR, storage_lock.LOCK_NAME, TOKEN_NAME, NOTICE_NAME)
+SCHEMA_VERSION = 3
 """2: ``working.pos`` is the entry's key, not its index (the tables are those of 1, and a
 database of 1 is one of 2 as it is; a daemon that knows only 1 would write positions over
-keys, so it refuses a database of 2)."""
+keys, so it refuses a database of 2). 3: the ``meta`` table, and every deletion scrubbed
+(``secure_delete``): a daemon that knows only 2 would delete without it, so it refuses a
+database of 3; a database of 2 becomes one of 3 as it is, marked unscrubbed (``SCRUBBED``)."""
+SCRUBBED = "scrubbed"
+"""``meta`` key: "1" once no deleted content can be left in the file's free pages (a new
+database, or an older one after its first ``VACUUM``)."""
+CHECKPOINT_TRIES = 20
 CACHE_KIB = 256
 
 _SCHEMA = """
@@ -96,7 +115,47 @@ CREATE TABLE IF NOT EXISTS working (
     tokens INTEGER NOT NULL,
     PRIMARY KEY (session_id, pos)
 );
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS calls (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    at INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    model TEXT,
+    masked INTEGER,
+    sent INTEGER,
+    upstream INTEGER,
+    est_read INTEGER,
+    est_write INTEGER,
+    est_write_1h INTEGER,
+    est_plain INTEGER,
+    off_read INTEGER,
+    off_write INTEGER,
+    off_write_1h INTEGER,
+    off_plain INTEGER,
+    billed_input INTEGER,
+    billed_read INTEGER,
+    billed_write INTEGER,
+    billed_write_1h INTEGER,
+    billed_output INTEGER,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE INDEX IF NOT EXISTS calls_at ON calls (at);
 """
+CALLS_TABLE = "calls"
+"""One row per model call, refresh call and retrieve of a session (``core/calls.py``), for
+``hdcontext stats``: counts and the model's name, never content. ``kind`` is ``model``,
+``refresh`` or ``retrieve``; ``sent`` is what the agent sent (the history without hdcontext's
+edits), ``upstream`` what went to the model, both in the daemon's count of the messages;
+``est_*`` the daemon's charge by kind with hdcontext, ``off_*`` without it; ``billed_*`` what
+the provider billed, once the client reported it (``history/usage``; ``billed_write_1h`` only
+when the client knew the split). Added in schema 3 without a version change: a daemon that
+does not know the table leaves it alone, and a database it wrote simply has no rows there."""
+SESSION_COLUMN = "session_id"
+"""A table with this column holds rows of a session: they are deleted with it."""
 
 
 class StoreError(RuntimeError):
@@ -132,6 +191,24 @@ def prepare_folder(folder: Path) -> None:
             for item in found:
                 if item.is_file(follow_symlinks=False):
                     _make_private(Path(item.path), item.stat(follow_symlinks=False), PRIVATE_FILE)
+
+
+def mark_once(folder: Path, name: str) -> bool:
+    """Make the empty file ``name`` in a prepared storage folder: True if this call made it,
+    False if it was there (so what it stands for was done before). Made 0600, through no
+    link; a folder where it cannot be made answers True, so a notice is said, not lost."""
+    try:
+        fd = os.open(
+            folder / name,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            PRIVATE_FILE,
+        )
+    except FileExistsError:
+        return False
+    except OSError:
+        return True
+    os.close(fd)
+    return True
 
 
 def _make_private(path: Path, info: os.stat_result, mode: int) -> None:
@@ -198,6 +275,8 @@ class SaveOp:
     new_transcript: Sequence[tuple[int, Blob]] = ()
     working: WorkingChange = WorkingChange()
     model: str | None = None
+    calls: Sequence[CallEvent] = ()
+    """The session's call events since its last save (``Session.take_calls``)."""
 
 
 @dataclass(frozen=True)
@@ -286,6 +365,8 @@ class Store:
             # writes a few pages a commit; SQLite's default 2 MB page cache would mostly keep
             # pages of a large first append, whose entries the daemon holds in memory anyway.
             db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+            # What a deletion frees is overwritten with zeros, not left in the file.
+            db.execute("PRAGMA secure_delete=ON")
             version = int(db.execute("PRAGMA user_version").fetchone()[0])
             if version > SCHEMA_VERSION:
                 db.close()
@@ -293,8 +374,7 @@ class Store:
                     f"{self.path} was written by a newer hdcontext (schema {version}, "
                     f"this daemon knows {SCHEMA_VERSION})"
                 )
-            db.executescript(_SCHEMA)
-            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            _migrate(db, version)
         except OSError as exc:
             raise StoreError(folder_problem(self.directory, exc)) from None
         except sqlite3.Error as exc:
@@ -388,6 +468,8 @@ class Store:
                 )
                 if cur.rowcount != 1:
                     raise StoreError(f"session {op.session_id!r} is not in the store")
+                if op.calls:
+                    _write_calls(db, op.session_id, op.calls)
 
         await self._run(run)
 
@@ -474,25 +556,54 @@ class Store:
         return await self._run(run)
 
     async def delete(self, session_id: str) -> bool:
-        def run(db: sqlite3.Connection) -> bool:
-            with _transaction(db):
-                db.execute("DELETE FROM transcript WHERE session_id=?", (session_id,))
-                db.execute("DELETE FROM working WHERE session_id=?", (session_id,))
-                cur = db.execute("DELETE FROM sessions WHERE id=?", (session_id,))
-                return cur.rowcount > 0
+        """Delete a session from the file and its exported transcript; whether it was there."""
+        return bool(await self.delete_sessions([session_id]))
 
-        found = await self._run(run)
-        path = self.transcript_path(session_id)
-        await asyncio.to_thread(path.unlink, True)
-        return found
+    async def delete_sessions(
+        self, session_ids: Sequence[str], idle_before: int | None = None
+    ) -> list[str]:
+        """Delete sessions, each in a transaction of its own, then scrub the file once (see
+        the module's docstring); the ids that were there. With ``idle_before`` (ms), only
+        those last changed before it: a session a request changed meanwhile stays."""
+
+        def run(db: sqlite3.Connection) -> tuple[list[str], bool]:
+            tables = _session_tables(db)
+            deleted = [sid for sid in session_ids if _delete_rows(db, tables, sid, idle_before)]
+            return deleted, not deleted or _scrub(db)
+
+        deleted, scrubbed = await self._run(run)
+        if not scrubbed:
+            self.warn(
+                f"hdcontext: the write-ahead log of {self.path} is in use by a reader: what "
+                "was deleted leaves it at the next deletion or when the daemon stops"
+            )
+        for sid in deleted if idle_before is not None else session_ids:
+            await asyncio.to_thread(self.transcript_path(sid).unlink, True)
+        return deleted
+
+    async def idle(self, before: int) -> list[str]:
+        """The sessions last changed before ``before`` (ms), least recently changed first."""
+
+        def run(db: sqlite3.Connection) -> list[str]:
+            rows = db.execute(
+                "SELECT id FROM sessions WHERE updated<? ORDER BY updated, id", (before,)
+            )
+            return [str(sid) for (sid,) in rows]
+
+        return await self._run(run)
 
     # -- transcript export --------------------------------------------------------------------
 
     def transcript_path(self, session_id: str) -> Path:
         """A file name that any session id maps to safely and uniquely."""
+        return self.transcript_file(self.transcripts, session_id)
+
+    @staticmethod
+    def transcript_file(transcripts: Path, session_id: str) -> Path:
+        """``transcript_path`` in the folder ``transcripts``."""
         readable = re.sub(r"[^A-Za-z0-9._-]+", "_", session_id)[:48].strip("._") or "session"
         digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:16]
-        return self.transcripts / f"{readable}-{digest}.jsonl"
+        return transcripts / f"{readable}-{digest}.jsonl"
 
     async def export_transcript(self, session_id: str, entries: Sequence[Blob]) -> str | None:
         """Write the whole transcript as JSONL (one IContent a line) and return its path.
@@ -536,6 +647,153 @@ class Store:
         return None
 
 
+def _migrate(db: sqlite3.Connection, version: int) -> None:
+    """Bring a database of ``version`` (0: new) to ``SCHEMA_VERSION``: tables only added. A
+    database that had sessions before schema 3 is marked unscrubbed: its free pages may hold
+    what older daemons deleted."""
+    had_tables = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='sessions'"
+    ).fetchone()
+    db.executescript(_SCHEMA)
+    if version < 3:
+        scrubbed = "0" if had_tables is not None else "1"
+        db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (SCRUBBED, scrubbed))
+    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+
+_CALL_COLUMNS = (
+    "session_id, seq, at, kind, model, masked, sent, upstream, est_read, est_write, "
+    "est_write_1h, est_plain, off_read, off_write, off_write_1h, off_plain, billed_input, "
+    "billed_read, billed_write, billed_write_1h, billed_output"
+)
+_KINDS: tuple[Kind, ...] = ("model", "refresh", "retrieve")
+
+
+def _charge_columns(charge: Charge | None) -> tuple[int | None, ...]:
+    if charge is None:
+        return (None, None, None, None)
+    return (charge.read, charge.write, charge.write_long, charge.plain)
+
+
+def _billed_columns(billed: BilledUsage | None) -> tuple[int | None, ...]:
+    if billed is None:
+        return (None, None, None, None, None)
+    return (billed.input, billed.read, billed.write, billed.write_1h, billed.output)
+
+
+def _write_calls(db: sqlite3.Connection, session_id: str, events: Sequence[CallEvent]) -> None:
+    """A session's call events as rows of ``calls`` (inside the save's transaction): a call
+    is a new row, a retrieve too; a usage fills in the latest call's billed figures when it
+    belongs to it and that row has none yet, else is a row of its own (a call the daemon did
+    not see, whose estimate is unknown)."""
+    (last,) = db.execute(
+        "SELECT COALESCE(MAX(seq), -1) FROM calls WHERE session_id=?", (session_id,)
+    ).fetchone()
+    seq = int(last)
+    insert = f"INSERT INTO calls ({_CALL_COLUMNS}) VALUES ({', '.join('?' * 21)})"
+    for event in events:
+        if isinstance(event, UsageReported):
+            if event.attached:
+                done = db.execute(
+                    "UPDATE calls SET billed_input=?, billed_read=?, billed_write=?,"
+                    " billed_write_1h=?, billed_output=? WHERE session_id=? AND seq=("
+                    "SELECT MAX(seq) FROM calls WHERE session_id=? AND kind!='retrieve')"
+                    " AND billed_input IS NULL AND est_read IS NOT NULL",
+                    (*_billed_columns(event.billed), session_id, session_id),
+                ).rowcount
+                if done:
+                    continue
+            seq += 1
+            unseen = (session_id, seq, event.at, "model", event.model, *(None,) * 11)
+            db.execute(insert, unseen + _billed_columns(event.billed))
+            continue
+        seq += 1
+        if isinstance(event, CallMade):
+            bill = event.bill
+            row = (
+                session_id,
+                seq,
+                event.at,
+                "refresh" if event.refresh else "model",
+                event.model,
+                event.masked,
+                bill.off.total,
+                bill.charge.total,
+                *_charge_columns(bill.charge),
+                *_charge_columns(bill.off),
+                *_billed_columns(None),
+            )
+        else:
+            row = (session_id, seq, event.at, "retrieve", *(None,) * 17)
+        db.execute(insert, row)
+
+
+def _scrub(db: sqlite3.Connection) -> bool:
+    """Leave nothing deleted in the file: rewrite it once if it may hold content freed before
+    ``secure_delete`` (an older database), then copy the write-ahead log into it and truncate
+    the log, whose older frames still hold the pages as they were. False when a reader
+    (``hdcontext sessions list``) kept the log from being truncated, try after try: the next
+    deletion, or the daemon's last checkpoint when it closes, does it."""
+    if _meta(db, SCRUBBED) != "1":
+        db.execute("VACUUM")
+        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, '1')", (SCRUBBED,))
+    for _ in range(CHECKPOINT_TRIES):
+        busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if not busy:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _meta(db: sqlite3.Connection, key: str) -> str | None:
+    row = db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _session_tables(db: sqlite3.Connection) -> list[str]:
+    """Every table that holds rows of sessions (a ``session_id`` column), read from the
+    schema: a table added later (per-call figures, say) goes with its session unlisted."""
+    names = [
+        str(name)
+        for (name,) in db.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
+        )
+    ]
+    return [
+        name
+        for name in names
+        if any(
+            column[1] == SESSION_COLUMN
+            for column in db.execute(f"PRAGMA table_info({_quoted(name)})")
+        )
+    ]
+
+
+def _delete_rows(
+    db: sqlite3.Connection, tables: Sequence[str], session_id: str, idle_before: int | None
+) -> bool:
+    """One session's rows out of every table, in one transaction; whether it was there (with
+    ``idle_before``: there and idle, else nothing is deleted)."""
+    with _transaction(db):
+        if idle_before is not None:
+            idle = db.execute(
+                "SELECT 1 FROM sessions WHERE id=? AND updated<?", (session_id, idle_before)
+            ).fetchone()
+            if idle is None:
+                return False
+        found = db.execute("DELETE FROM sessions WHERE id=?", (session_id,)).rowcount > 0
+        for table in tables:
+            rows = db.execute(
+                f"DELETE FROM {_quoted(table)} WHERE {SESSION_COLUMN}=?", (session_id,)
+            ).rowcount
+            found = found or rows > 0
+        return found
+
+
 def _repair(
     db: sqlite3.Connection, session_id: str, seqs: Sequence[int], drop: Sequence[int]
 ) -> None:
@@ -571,3 +829,204 @@ class _transaction:
             self.db.execute("COMMIT")
         else:
             self.db.execute("ROLLBACK")
+
+
+# -- reading without the daemon -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    """A stored session as ``hdcontext sessions`` shows it: figures, never content."""
+
+    session_id: str
+    created: int
+    updated: int
+    model: str | None
+    entry_count: int
+    """Entries of the working view (what the model is sent)."""
+    total_tokens: int
+    transcript_entries: int
+    """Entries ever appended (the transcript keeps them all)."""
+    saved_tokens: int
+    calls: int
+    """Model calls whose usage was reported (``history/usage``)."""
+
+
+class NoStorage(StoreError):
+    """The folder named holds no storage (it does not exist, or is not a folder)."""
+
+
+class ReadOnly:
+    """The database of a storage folder, read without writing it or taking its lock: SQLite's
+    read-only mode, beside a daemon that may be writing (WAL lets a reader see the last commit
+    without blocking the writer). For ``hdcontext sessions list`` and ``show``.
+
+    A folder without a database holds no sessions; a path that is not a folder is
+    ``NoStorage``; a database that cannot be read is a ``StoreError`` (one line, why)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.path = folder / DB_NAME
+        self.transcripts = folder / TRANSCRIPTS_DIR
+        self._db: sqlite3.Connection | None = None
+        if not folder.is_dir():
+            raise NoStorage(f"no storage folder at {folder}")
+        try:
+            info = os.lstat(self.path)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StoreError(folder_problem(folder, exc)) from None
+        if stat.S_ISLNK(info.st_mode):
+            raise StoreError(f"{self.path} is a symbolic link: hdcontext follows none there")
+        try:
+            db = sqlite3.connect(f"{self.path.as_uri()}?mode=ro", uri=True)
+            db.execute("PRAGMA busy_timeout=10000")
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read {self.path}: {exc}") from None
+        if version > SCHEMA_VERSION:
+            db.close()
+            raise StoreError(
+                f"{self.path} was written by a newer hdcontext (schema {version}, this one "
+                f"knows {SCHEMA_VERSION})"
+            )
+        self._db = db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def __enter__(self) -> ReadOnly:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def sessions(self) -> list[StoredSession]:
+        """Every stored session, most recently changed first."""
+        return self._select("")
+
+    def session(self, session_id: str) -> StoredSession | None:
+        found = self._select(" WHERE s.id=?", (session_id,))
+        return found[0] if found else None
+
+    def transcript(self, session_id: str) -> list[str]:
+        """A session's transcript, one entry's IContent JSON each, in order."""
+        if self._db is None:
+            return []
+        rows = self._db.execute(
+            "SELECT entry FROM transcript WHERE session_id=? ORDER BY seq", (session_id,)
+        )
+        return [str(entry) for (entry,) in rows]
+
+    def calls(self, session_id: str | None = None) -> list[CallRow]:
+        """The stored calls (``CALLS_TABLE``), of one session or all, by session and order;
+        none from a database no daemon that keeps them has opened."""
+        if self._db is None:
+            return []
+        where, args = ("WHERE session_id=? ", (session_id,)) if session_id is not None else ("", ())
+        try:
+            rows = self._db.execute(
+                f"SELECT {_CALL_COLUMNS} FROM calls {where}ORDER BY session_id, seq", args
+            ).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return []
+            raise StoreError(f"cannot read {self.path}: {exc}") from None
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read {self.path}: {exc}") from None
+        return [_call_row(row) for row in rows]
+
+    def overrides(self) -> dict[str, dict[str, object]]:
+        """Each stored session's own settings (``history/setOverride``), by id: a session's
+        ``cache.prices`` prices its calls in ``hdcontext stats``. A state that cannot be read
+        counts as none."""
+        if self._db is None:
+            return {}
+        out: dict[str, dict[str, object]] = {}
+        try:
+            rows = self._db.execute("SELECT id, state FROM sessions").fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read {self.path}: {exc}") from None
+        for sid, state in rows:
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                out[str(sid)] = dict(SessionState.from_json(state).overrides)
+        return out
+
+    def exported(self, session_id: str) -> Path | None:
+        """The session's exported transcript (an LLM summary's pointer), if there is one."""
+        path = Store.transcript_file(self.transcripts, session_id)
+        return path if path.is_file() else None
+
+    def _select(self, where: str, args: tuple[object, ...] = ()) -> list[StoredSession]:
+        if self._db is None:
+            return []
+        try:
+            rows = self._db.execute(
+                "SELECT s.id, s.created, s.updated, s.model, s.entry_count, s.total_tokens,"
+                " s.state, (SELECT count(*) FROM transcript t WHERE t.session_id=s.id)"
+                f" FROM sessions s{where} ORDER BY s.updated DESC, s.id",
+                args,
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read {self.path}: {exc}") from None
+        out: list[StoredSession] = []
+        for sid, created, updated, model, count, tokens, state, appended in rows:
+            saved = calls = 0
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                parsed = SessionState.from_json(state)
+                saved, calls = parsed.saved_tokens, parsed.cache.usage.calls
+            out.append(
+                StoredSession(
+                    session_id=str(sid),
+                    created=int(created),
+                    updated=int(updated),
+                    model=None if model is None else str(model),
+                    entry_count=int(count),
+                    total_tokens=int(tokens),
+                    transcript_entries=int(appended),
+                    saved_tokens=int(saved),
+                    calls=int(calls),
+                )
+            )
+        return out
+
+
+def _count(value: object) -> int | None:
+    """A count column: an integer, or ``None`` (NULL, or anything a hand edit left there)."""
+    return value if isinstance(value, int) else None
+
+
+def _charge_of(values: Sequence[object]) -> Charge | None:
+    read, write, write_long, plain = (_count(v) for v in values)
+    if read is None or write is None or write_long is None or plain is None:
+        return None
+    return Charge(read=read, write=write, write_long=write_long, plain=plain)
+
+
+def _call_row(row: Sequence[object]) -> CallRow:
+    """One row of ``calls`` (in ``_CALL_COLUMNS``' order) as the core reads it."""
+    kind: Kind = next((k for k in _KINDS if k == row[3]), "model")
+    billed_input = _count(row[16])
+    billed = None
+    if billed_input is not None:
+        billed = BilledUsage(
+            input=billed_input,
+            read=_count(row[17]) or 0,
+            write=_count(row[18]) or 0,
+            write_1h=_count(row[19]),
+            output=_count(row[20]) or 0,
+        )
+    return CallRow(
+        session_id=str(row[0]),
+        seq=_count(row[1]) or 0,
+        at=_count(row[2]) or 0,
+        kind=kind,
+        model=None if row[4] is None else str(row[4]),
+        masked=_count(row[5]),
+        charge=_charge_of(row[8:12]),
+        off=_charge_of(row[12:16]),
+        billed=billed,
+    )

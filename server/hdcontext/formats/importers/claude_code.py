@@ -25,12 +25,13 @@ was (``cwd``). An ``ai`` entry keeps it as ``metadata.cwd``, which the shell-com
 recognition uses as the directory its calls ran in; the thread's first ``cwd`` is the
 conversation's workspace root.
 
-**Damaged logs.** A line that is not a JSON record is skipped with a warning (``jsonl.py``);
-when one was, a tool result whose call is nowhere before it in its thread most likely had
-its call on that line. Such results are dropped, with one warning a thread, so that the rest
-of the session imports: kept, they would make the whole history impossible to send (a result
-without its call), and the importer cannot make the call up. ``strict`` refuses the bad line
-itself, so nothing is dropped then.
+**Damaged logs.** A line that is not a JSON record is skipped, with one warning for the file
+that counts them (``jsonl.py``), and the conversation says it is incomplete
+(``Conversation.incomplete``). When one was, a tool result whose call is nowhere before it in
+its thread most likely had its call on that line. Such results are dropped, with one warning
+a thread, so that the rest of the session imports: kept, they would make the whole history
+impossible to send (a result without its call), and the importer cannot make the call up.
+``strict`` refuses the bad line itself, so nothing is dropped then.
 """
 
 from __future__ import annotations
@@ -38,14 +39,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...core.content import Block, IContent, Metadata, TextBlock, ToolResponseBlock
 from ..conversation import Conversation, FormatError
 from .anthropic_messages import assistant_blocks, media_block
 from .blocks import iso_ms
-from .jsonl import read_lines
+from .jsonl import Skipped, read_lines
 
 MAIN = "main"
 AUTO = "auto"
@@ -181,7 +182,16 @@ class Log:
 
     threads: dict[str, list[Mapping[str, Any]]]
     other_records: Counter[str]
-    warnings: tuple[str, ...]
+    skipped: Skipped | None = None
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """One warning for the whole file when it skipped lines."""
+        return () if self.skipped is None else (self.skipped.warning(),)
+
+    @property
+    def incomplete(self) -> str | None:
+        return None if self.skipped is None else self.skipped.describe()
 
     @property
     def agents(self) -> list[str]:
@@ -200,7 +210,7 @@ def read_log(text: str, strict: bool = False) -> Log:
         threads.setdefault(_thread_of(record), []).append(record)
     if MAIN in threads:
         threads = {MAIN: threads.pop(MAIN), **threads}
-    return Log(threads, others, lines.warnings)
+    return Log(threads, others, lines.skipped)
 
 
 def _thread_of(record: Mapping[str, Any]) -> str:
@@ -223,7 +233,10 @@ def load(text: str, thread: str = AUTO, strict: bool = False) -> Conversation:
             f"thread(s) ({shown}): --thread ID reads one"
         )
     return Conversation(
-        conversation.entries, workspace_root=conversation.workspace_root, warnings=tuple(notes)
+        conversation.entries,
+        workspace_root=conversation.workspace_root,
+        warnings=tuple(notes),
+        incomplete=log.incomplete,
     )
 
 
@@ -262,7 +275,7 @@ def choose_thread(log: Log, thread: str) -> str:
 def thread_conversation(log: Log, name: str) -> Conversation:
     """The conversation of one thread; FormatError if its messages carry nothing."""
     records = log.threads[name]
-    built = _build(records, lines_lost=bool(log.warnings))
+    built = _build(records, lines_lost=log.skipped is not None)
     entries = built.entries
     if not entries:
         raise FormatError(
@@ -273,7 +286,12 @@ def thread_conversation(log: Log, name: str) -> Conversation:
         (r["cwd"] for r in records if isinstance(r.get("cwd"), str) and r["cwd"]),
         None,
     )
-    return Conversation(tuple(entries), workspace_root=root, warnings=_dropped_note(built.dropped))
+    return Conversation(
+        tuple(entries),
+        workspace_root=root,
+        warnings=_dropped_note(built.dropped),
+        incomplete=log.incomplete,
+    )
 
 
 def _dropped_note(call_ids: list[str]) -> tuple[str, ...]:
@@ -294,7 +312,7 @@ def load_threads(text: str, strict: bool = False) -> list[tuple[str, Conversatio
     first_name, first = out[0]
     out[0] = (
         first_name,
-        Conversation(first.entries, None, first.workspace_root, (*log.warnings, *first.warnings)),
+        replace(first, warnings=(*log.warnings, *first.warnings)),
     )
     return out
 

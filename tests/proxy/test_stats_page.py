@@ -1,0 +1,120 @@
+"""What the proxy keeps of each call for ``hdcontext stats`` (the daemon's charge, the billed
+usage with Anthropic's one-hour writes), and its savings page on its own port: the figures,
+the page's headers, and the same Host/Origin rules as its API. No content on the page."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import aiohttp
+import pytest
+
+from hdcontext.edges.storage.store import ReadOnly
+
+from .conftest import Running
+from .test_proxy_http import ANTHROPIC_HEADERS, SECRET_TEXT, anthropic_body, post
+
+USAGE = {
+    "input_tokens": 100,
+    "cache_read_input_tokens": 1000,
+    "cache_creation_input_tokens": 300,
+    "cache_creation": {"ephemeral_5m_input_tokens": 200, "ephemeral_1h_input_tokens": 100},
+    "output_tokens": 7,
+}
+# Sonnet 4.5's published prices ($ per million): input 3, output 15, cache read 0.30, 5m write
+# 3.75, 1h write 6.
+CALL_COST = (100 * 3 + 1000 * 0.30 + 200 * 3.75 + 100 * 6 + 7 * 15) / 1e6
+
+
+async def get(running: Running, path: str, headers: dict[str, str] | None = None) -> Any:
+    async with (
+        aiohttp.ClientSession() as client,
+        client.get(running.url + path, headers=headers or {}) as response,
+    ):
+        return response.status, await response.read(), dict(response.headers)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_each_call_is_kept_with_what_the_provider_billed(
+    running: Running, stream: bool
+) -> None:
+    running.fake.anthropic_usage = dict(USAGE)
+    for _ in range(2):
+        body = anthropic_body(stream)
+        status, _, _ = await post(running, "/v1/messages", body, ANTHROPIC_HEADERS)
+        assert status == 200
+    (session,) = await running.statuses()
+    with ReadOnly(running.storage) as db:  # beside the running proxy
+        rows = db.calls()
+    # The first call's bill went to the file with the second call's commit; the last one's
+    # waits for the next commit, or a while: it is in the file once saved.
+    assert [r.billed is not None for r in rows] == [True, False]
+    await running.proxy.state.compactor.saved()
+    with ReadOnly(running.storage) as db:
+        rows = db.calls()
+    assert [(r.session_id, r.kind, r.model) for r in rows] == [
+        (session["sessionId"], "model", "claude-sonnet-4-5")
+    ] * 2
+    for row in rows:
+        assert row.billed is not None and row.charge is not None and row.off is not None
+        assert (row.billed.input, row.billed.read, row.billed.write) == (1400, 1000, 300)
+        assert (row.billed.write_1h, row.billed.output) == (100, 7)
+        assert row.charge.total > 0 and row.off.total >= row.charge.total
+
+
+async def test_a_calls_bill_reaches_the_file_without_another_request(running: Running) -> None:
+    """The proxy saves a call's usage with the next commit; when none comes, on its own a
+    moment later (here at once), so ``hdcontext stats`` in another process sees it."""
+    running.proxy.state.compactor.save_after_s = 0.0
+    running.fake.anthropic_usage = dict(USAGE)
+    status, _, _ = await post(running, "/v1/messages", anthropic_body(), ANTHROPIC_HEADERS)
+    assert status == 200
+    for _ in range(200):  # a bound, not a timing: the save is one small commit
+        with ReadOnly(running.storage) as db:
+            rows = db.calls()
+        if rows and rows[0].billed is not None:
+            break
+        await asyncio.sleep(0.05)
+    assert len(rows) == 1 and rows[0].billed is not None
+    assert (rows[0].billed.input, rows[0].billed.write_1h) == (1400, 100)
+
+
+async def test_the_page_on_the_proxys_port_shows_its_sessions(running: Running) -> None:
+    running.fake.anthropic_usage = dict(USAGE)
+    await post(running, "/v1/messages", anthropic_body(), ANTHROPIC_HEADERS)
+    (session,) = await running.statuses()
+    status, body, headers = await get(running, "/hdcontext/stats.json")
+    assert status == 200
+    figures = json.loads(body)
+    assert figures["totals"]["calls"] == 1
+    assert abs(figures["totals"]["cost"] - CALL_COST) < 1e-6
+    assert figures["sessions"][0]["sessionId"] == session["sessionId"]
+    status, page, headers = await get(running, "/")
+    assert status == 200
+    assert headers["Content-Type"].startswith("text/html")
+    assert "default-src 'none'" in headers["Content-Security-Policy"]
+    assert headers["Cache-Control"] == "no-store"
+    assert session["sessionId"].encode() in page
+    assert SECRET_TEXT.encode() not in page and SECRET_TEXT.encode() not in body
+    assert running.fake.seen[-1].path == "/v1/messages"  # the page went nowhere upstream
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Origin": "http://127.0.0.1:{port}"},
+        {"Origin": "null"},
+        {"Host": "evil.example:{port}"},
+    ],
+    ids=["page", "null-origin", "rebinding"],
+)
+async def test_the_page_keeps_the_apis_rules(running: Running, headers: dict[str, str]) -> None:
+    port = running.proxy.port
+    filled = {k: v.format(port=port) for k, v in headers.items()}
+    for path in ("/", "/hdcontext/stats.json"):
+        status, body, _ = await get(running, path, filled)
+        assert status == 403
+        assert b"calls" not in body
+    assert running.fake.seen == []
