@@ -684,6 +684,19 @@ class Session:
         outcome = _Outcome(len(applied), waiting, density, compression, over, tuple(steps))
         return self._reply(at, r, pricing, warm, outcome)
 
+    def passed(self, at: int | None = None) -> CompactResult:
+        """The call went to the provider with the history as it is, nothing applied (the
+        proxy forwarded a conversation it had not seen as it came, and took it in
+        meanwhile): the prompt cache is told of the call as of a compaction's reply, so the
+        next compaction, which finds every edit still to propose (``dirty`` stays), weighs
+        them against what the provider now holds instead of a cold cache."""
+        at = self._clock() if at is None else at
+        r = self.resolved()
+        pricing = pricing_for(r.values, self.model)
+        warm = self._cache.prompt.warm(self._call(r, pricing, at))
+        over = self.history.total_tokens > r.values.context_limit
+        return self._reply(at, r, pricing, warm, _Outcome(0, (), None, None, over, ()))
+
     def _reply(
         self, at: int, r: Resolved, pricing: Pricing, warm: bool, outcome: _Outcome
     ) -> CompactResult:

@@ -30,6 +30,7 @@ from ...core.session import (
     Session,
     SessionSummarizer,
     SyncOutcome,
+    UsageCheck,
 )
 from ...core.settings import FIELDS, SettingError, resolve
 from ...core.stored import Entries
@@ -72,6 +73,8 @@ log = logging.getLogger(__name__)
 TOKENS_NOTIFICATION = "history/tokens"
 SETTINGS_WAIT_S = 10.0
 """How long a request waits for a settings pull in flight before using what it has."""
+INLINE_ENTRIES = 16
+"""``sync_compact`` digests and counts up to this many new entries on the event loop."""
 
 R = TypeVar("R")
 
@@ -116,6 +119,7 @@ class Daemon:
         self._settings_pull: asyncio.Future[None] | None = None
         self._prompt = load_compression_prompt(storage_dir)
         self._large: set[str] = set()  # sessions whose next compaction follows a large append
+        self._noted: set[str] = set()  # sessions whose usage no commit has saved yet
         self._without_retrieve: set[str] = set()
         self.retention = retention
         """How long idle sessions are kept (``None``: the daemon deletes none by itself)."""
@@ -261,7 +265,12 @@ class Daemon:
         async with self.registry.lock(p.session_id):
             session = await self.registry.find(p.session_id)
             held = session.sync_point(digests) if session is not None else 0
-            new = parse_entries_from(conversation.raw_from(held), held)
+            given = conversation.entries_from(held)
+            new = (
+                given
+                if given is not None
+                else parse_entries_from(conversation.raw_from(held), held)
+            )
             if session is None:
                 session = await self._open(p.session_id, None, None)
             prepared = await asyncio.to_thread(session.prepare, new)
@@ -291,6 +300,95 @@ class Daemon:
         await self.update_watcher()
         return SyncReply(**reply, appended=outcome.appended, forked_at=outcome.forked_at).to_wire()
 
+    async def sync_compact(self, raw: object, at: int | None = None) -> CompactResult:
+        """``history/sync`` then ``history/compact`` as one request: one lock, one commit
+        (one write to the disk where the two make two), the typed result. What the proxy
+        does for each request it carries; all or nothing, like each of the two."""
+        return await self._sync_then(raw, lambda session: session.compact(0, at))
+
+    async def sync_passed(self, raw: object, at: int | None = None) -> CompactResult:
+        """``history/sync``, then the call told to the session as sent with the history as
+        it is (``Session.passed``): one lock, one commit. The proxy's way to take in a
+        conversation it forwarded as it came (one it had not seen): the bulk path, off the
+        request's way, and the session's indexes built for the next request."""
+
+        async def passed(session: Session) -> CompactResult:
+            return session.passed(at)
+
+        return await self._sync_then(raw, passed)
+
+    async def knows(self, session_id: str) -> bool:
+        """Whether the session is loaded or stored (without loading it)."""
+        return session_id in self.registry.loaded_ids() or await self.store.exists(session_id)
+
+    async def _sync_then(
+        self, raw: object, then: Callable[[Session], Awaitable[CompactResult]]
+    ) -> CompactResult:
+        """A sync and ``then`` in one commit. What is small is done on the event loop: the
+        digests a ``Conversation`` holds made already, a handful of new entries counted (a
+        hand-off to a thread costs more)."""
+        conversation = resent_conversation(raw)
+        p = parse_params(SyncParams, raw)
+        if len(conversation) <= INLINE_ENTRIES:
+            digests = conversation.digests()
+        else:
+            digests = await asyncio.to_thread(conversation.digests)
+        async with self.registry.lock(p.session_id):
+            session = await self.registry.find(p.session_id)
+            held = session.sync_point(digests) if session is not None else 0
+            given = conversation.entries_from(held)
+            new = (
+                given
+                if given is not None
+                else parse_entries_from(conversation.raw_from(held), held)
+            )
+            if session is None:
+                session = await self._open(p.session_id, None, None)
+            if len(new) <= INLINE_ENTRIES:
+                prepared = session.prepare(new)
+            else:
+                prepared = await asyncio.to_thread(session.prepare, new)
+
+            outcome: list[SyncOutcome] = []  # for the DEBUG line
+
+            async def change() -> CompactResult:
+                if p.model:
+                    session.model = p.model
+                if p.context_limit is not None:
+                    session.set_override("contextLimit", p.context_limit)
+                outcome.append(session.sync(held, digests, prepared))
+                # After the sync: the reads it appended are settled too, as a compact's are.
+                await self._settle_disk(session)
+                return await then(session)
+
+            try:
+                result = await self.registry.commit(
+                    session, change, cancellable=True, model=p.model
+                )
+            except SummarizerError as err:
+                raise summarizer_failed(str(err)) from None
+            except CompressionError as err:
+                provider = session.resolved().values.summarizer_provider
+                raise summarizer_failed(f"summarizer '{provider}' failed: {err}") from None
+            self._noted.discard(p.session_id)  # saved with this commit
+            conversation.settle(digests)
+            self._notify(session, result.status)
+        if log.isEnabledFor(logging.DEBUG):
+            synced = outcome[0]
+            log.debug(
+                "sync %s: %d entries sent, %d held already, %d appended, %s",
+                p.session_id,
+                len(digests),
+                held,
+                synced.appended,
+                "no fork" if synced.forked_at is None else f"forked at {synced.forked_at}",
+            )
+            log.debug("compact %s: %s", p.session_id, _decided(result))
+        if len(new) >= memory.LARGE_APPEND:
+            memory.release()
+        await self.update_watcher()
+        return result
+
     async def _open(self, session_id: str, model: str | None, limit: int | None) -> Session:
         overrides: dict[str, object] = {} if limit is None else {"contextLimit": limit}
         try:
@@ -315,29 +413,47 @@ class Daemon:
             if waiting != "unknown":
                 session.note_waiting(waiting)
             check = await self.registry.commit(
-                session,
-                lambda: session.record_usage(
-                    p.input_tokens,
-                    p.cache_read_tokens,
-                    p.cache_write_tokens,
-                    p.output_tokens,
-                    at=p.at,
-                    write_1h_tokens=write_1h_tokens,
-                ),
+                session, lambda: _record_usage(session, p, write_1h_tokens)
             )
-            if check is not None and check.off:
-                # Counts only: a price model that does not fit the provider should show.
-                log.info(
-                    "session %s: the provider read %d of %d input tokens from its cache, "
-                    "where %d of %d were expected",
-                    p.session_id,
-                    check.billed_read,
-                    check.billed_tokens,
-                    check.expected_read,
-                    check.expected_tokens,
-                )
+            _log_check(p.session_id, check)
             self._notify(session)
             return session.status().to_wire()
+
+    async def note_usage(
+        self,
+        raw: object,
+        *,
+        write_1h_tokens: int | None = None,
+        waiting: Waiting = "unknown",
+    ) -> dict[str, Any]:
+        """``history/usage`` without a disk write of its own: the figures count at once (the
+        status, the next compaction's schedule) and are saved with the session's next commit
+        (its ``calls`` row too, updated before that commit's own call is added), or by
+        ``save_noted``. The proxy's way: a call's usage is read as its answer ends, and a
+        commit of its own would hold up the conversation's next request (and every other
+        session's, behind it on the store's one thread). A crash loses the last call's
+        figures at most, never an entry. ``waiting`` as for ``usage``."""
+        p = parse_params(UsageParams, raw)
+        async with self.registry.lock(p.session_id):
+            session = await self.registry.get(p.session_id)
+            if waiting != "unknown":
+                session.note_waiting(waiting)
+            _log_check(p.session_id, _record_usage(session, p, write_1h_tokens))
+            self._noted.add(p.session_id)
+            self._notify(session)
+            return session.status().to_wire()
+
+    async def save_noted(self, session_id: str | None = None) -> None:
+        """Save the usage ``note_usage`` counted and no commit has saved yet (of one session,
+        or of all): before a session is unloaded, and before the daemon stops."""
+        for sid in [session_id] if session_id is not None else sorted(self._noted):
+            if sid not in self._noted:
+                continue
+            async with self.registry.lock(sid):
+                self._noted.discard(sid)
+                session = await self.registry.find(sid)
+                if session is not None:
+                    await self.registry.commit(session, lambda: None)
 
     async def refresh(self, raw: object) -> dict[str, Any]:
         """``history/refresh``: what a refresh call sends now (an empty history when none
@@ -506,6 +622,33 @@ def _compact_reply(result: CompactResult, reply: str, base: str | None) -> dict[
         held, keep, entries = result.delta(base)
         return {"delta": {"base": held, "keep": keep, "entries": history_json(entries)}, **fields}
     return fields
+
+
+def _record_usage(
+    session: Session, p: UsageParams, write_1h_tokens: int | None
+) -> UsageCheck | None:
+    return session.record_usage(
+        p.input_tokens,
+        p.cache_read_tokens,
+        p.cache_write_tokens,
+        p.output_tokens,
+        at=p.at,
+        write_1h_tokens=write_1h_tokens,
+    )
+
+
+def _log_check(session_id: str, check: UsageCheck | None) -> None:
+    if check is not None and check.off:
+        # Counts only: a price model that does not fit the provider should show.
+        log.info(
+            "session %s: the provider read %d of %d input tokens from its cache, "
+            "where %d of %d were expected",
+            session_id,
+            check.billed_read,
+            check.billed_tokens,
+            check.expected_read,
+            check.expected_tokens,
+        )
 
 
 def _decided(result: CompactResult) -> str:

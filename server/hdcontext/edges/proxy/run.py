@@ -102,6 +102,7 @@ class Proxy:
             dashboard=Dashboard(
                 daemon.storage_dir,
                 lambda: resolve({}, daemon.settings.current()).values.cache_prices,
+                flush=compactor.saved,
             ),
         )
         self._runner: web.AppRunner | None = None
@@ -173,7 +174,7 @@ def serve_proxy(
     keep_warm: bool = False,
 ) -> int:
     """``hdcontext proxy`` until interrupted; its exit code."""
-    memory.configure()
+    memory.configure(memory.PROXY_MMAP_THRESHOLD, memory.PROXY_TRIM_THRESHOLD)
     os.umask(PRIVATE_UMASK)
     if not is_loopback(host):
         print(
