@@ -300,11 +300,16 @@ class Daemon:
         await self.update_watcher()
         return SyncReply(**reply, appended=outcome.appended, forked_at=outcome.forked_at).to_wire()
 
-    async def sync_compact(self, raw: object, at: int | None = None) -> CompactResult:
+    async def sync_compact(
+        self, raw: object, at: int | None = None, overrides: Mapping[str, object] | None = None
+    ) -> CompactResult:
         """``history/sync`` then ``history/compact`` as one request: one lock, one commit
         (one write to the disk where the two make two), the typed result. What the proxy
-        does for each request it carries; all or nothing, like each of the two."""
-        return await self._sync_then(raw, lambda session: session.compact(0, at))
+        does for each request it carries; all or nothing, like each of the two.
+        ``overrides``: the session's overrides the request itself says (an agent that asks
+        its prompt cache an hour makes its session ``cache.ttl: 1h``), set before the compact
+        (a wrong one raises SettingError, and nothing is changed)."""
+        return await self._sync_then(raw, lambda session: session.compact(0, at), overrides)
 
     async def sync_passed(self, raw: object, at: int | None = None) -> CompactResult:
         """``history/sync``, then the call told to the session as sent with the history as
@@ -322,7 +327,10 @@ class Daemon:
         return session_id in self.registry.loaded_ids() or await self.store.exists(session_id)
 
     async def _sync_then(
-        self, raw: object, then: Callable[[Session], Awaitable[CompactResult]]
+        self,
+        raw: object,
+        then: Callable[[Session], Awaitable[CompactResult]],
+        overrides: Mapping[str, object] | None = None,
     ) -> CompactResult:
         """A sync and ``then`` in one commit. What is small is done on the event loop: the
         digests a ``Conversation`` holds made already, a handful of new entries counted (a
@@ -356,6 +364,9 @@ class Daemon:
                     session.model = p.model
                 if p.context_limit is not None:
                     session.set_override("contextLimit", p.context_limit)
+                for key, value in (overrides or {}).items():
+                    if session.overrides.get(key) != value:
+                        session.set_override(key, value)
                 outcome.append(session.sync(held, digests, prepared))
                 # After the sync: the reads it appended are settled too, as a compact's are.
                 await self._settle_disk(session)

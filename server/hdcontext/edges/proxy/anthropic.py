@@ -28,12 +28,9 @@ from ...formats.conversation import Conversation, entry_role, role_metadata
 from ...formats.exporters import anthropic as exporter
 from ...formats.importers import anthropic_messages as importer
 from ...formats.importers.blocks import entry, text_of_parts, user_entries
+from . import marks
 from .api import Shape, Unsupported
 from .usage import Billed, anthropic_billed
-
-CACHE_CONTROL = {"type": "ephemeral"}
-MAX_BREAKPOINTS = 4
-"""Anthropic refuses a request with more ``cache_control`` blocks than this."""
 
 _MESSAGE_KEYS = frozenset({"role", "content"})
 EXTRAS_KEY = "messageExtras"
@@ -204,22 +201,34 @@ class AnthropicApi:
         shapes: Sequence[Shape],
         last_of: Sequence[int],
         breakpoints: Sequence[int],
-    ) -> list[int]:
-        room = MAX_BREAKPOINTS - _own_breakpoints(body)
-        marked: list[int] = []
-        for index in sorted(set(breakpoints))[::-1]:
-            if len(marked) >= room:
-                break
+        ttls: Sequence[str],
+    ) -> list[tuple[int, str]]:
+        at: list[int] = []
+        lifetimes: list[str] = []
+        for k, index in enumerate(breakpoints):
             if 0 <= index < len(last_of) and last_of[index] >= 0:
-                at = last_of[index]
-                if at not in marked and shapes[at].markable:
-                    marked.append(at)
-        return marked
+                at.append(last_of[index])
+                lifetimes.append(ttls[k] if k < len(ttls) else marks.FIVE_MINUTES)
+        placed = marks.place(
+            marks.read_marks(body),
+            at,
+            lifetimes,
+            len(shapes) - 1,
+            [shape.markable for shape in shapes],
+        )
+        return [(index, ttl) for index, ttl in placed.marks]
 
-    def mark(self, message: Mapping[str, Any]) -> dict[str, Any]:
+    def mark(self, message: Mapping[str, Any], ttl: str) -> dict[str, Any]:
         messages = [dict(message)]
-        _mark(messages, 0)
+        _mark(messages, 0, marks.ONE_HOUR if ttl == marks.ONE_HOUR else marks.FIVE_MINUTES)
         return messages[0]
+
+    def body_edits(self, body: Mapping[str, Any], marked: Sequence[str]) -> dict[str, Any]:
+        agent = marks.read_marks(body)
+        long = marks.ONE_HOUR in marked or agent.automatic == marks.ONE_HOUR
+        if long and marks.FIVE_MINUTES in agent.head:
+            return marks.lift_head(body)
+        return {}
 
     def billed(self, usage: object) -> Billed | None:
         return anthropic_billed(usage)
@@ -243,22 +252,12 @@ def _blocks(message: Mapping[str, Any]) -> list[Any]:
     return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
 
 
-def _own_breakpoints(body: Mapping[str, Any]) -> int:
-    """The client's ``cache_control`` marks outside the messages (system, tools)."""
-    n = 0
-    for field in ("system", "tools"):
-        value = body.get(field)
-        if isinstance(value, list):
-            n += sum(1 for b in value if isinstance(b, Mapping) and b.get("cache_control"))
-    return n
-
-
-def _mark(messages: list[dict[str, Any]], at: int) -> bool:
+def _mark(messages: list[dict[str, Any]], at: int, ttl: marks.Ttl) -> bool:
     """Put a breakpoint on the last block of ``messages[at]`` that may carry one."""
     blocks = _blocks(messages[at])
     for k in range(len(blocks) - 1, -1, -1):
         if blocks[k].get("type") not in _NO_BREAKPOINT:
-            blocks[k] = {**copy.copy(blocks[k]), "cache_control": dict(CACHE_CONTROL)}
+            blocks[k] = {**copy.copy(blocks[k]), "cache_control": marks.control(ttl)}
             messages[at] = {**messages[at], "content": blocks}
             return True
     return False

@@ -111,14 +111,25 @@ class Api(Protocol):
         shapes: Sequence[Shape],
         last_of: Sequence[int],
         breakpoints: Sequence[int],
-    ) -> list[int]:
+        ttls: Sequence[str],
+    ) -> list[tuple[int, str]]:
         """Which of the conversation's messages (``shapes``) carry the cache breakpoints the
         daemon names on entries (``last_of[i]``: the message entry ``i`` ends in, or the one
-        before it), the client's own marks outside the conversation counted."""
+        before it), and each one's lifetime (``ttls``: the daemon's, parallel to
+        ``breakpoints``), the client's own marks outside the conversation counted."""
         ...
 
-    def mark(self, message: Mapping[str, Any]) -> dict[str, Any]:
-        """``message`` with a cache breakpoint on its last part that may carry one."""
+    def mark(self, message: Mapping[str, Any], ttl: str) -> dict[str, Any]:
+        """``message`` with a cache breakpoint of lifetime ``ttl`` on its last part that may
+        carry one."""
+        ...
+
+    def body_edits(self, body: Mapping[str, Any], marked: Sequence[str]) -> dict[str, Any]:
+        """The body's other fields to send otherwise than the client did, given the
+        lifetimes of the marks placed (``marked``): an Anthropic agent's five-minute tools and
+        system marks lifted to an hour when a message mark asks one (else the request breaks
+        the order Anthropic requires), OpenAI's day-long retention where it is free. Empty
+        when nothing changes (what nearly every request gets)."""
         ...
 
     def billed(self, usage: object) -> Billed | None: ...

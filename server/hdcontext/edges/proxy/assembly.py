@@ -109,6 +109,8 @@ class Assembled:
     """What the next request of the conversation starts from."""
     exported: int
     """Entries exported for this request (not taken from the previous one)."""
+    marked: tuple[str, ...] = ()
+    """The lifetimes of the breakpoints placed, in message order."""
 
 
 def joins(before: Shape, after: Shape, latest: bool) -> bool:
@@ -163,6 +165,7 @@ def conversation(
     body: Mapping[str, Any],
     exported: Sequence[list[dict[str, Any]]],
     breakpoints: Sequence[int],
+    ttls: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """The conversation as messages (not bytes), read whole: what ``assemble`` writes."""
     flat = [m for entry in exported for m in entry]
@@ -173,8 +176,8 @@ def conversation(
         for later in flat[start + 1 : stop]:
             merged = api.merge(merged, later)
         messages.append(merged)
-    for at in api.assemble(body, shapes, last_of, breakpoints):
-        messages[at] = api.mark(messages[at])
+    for at, ttl in api.assemble(body, shapes, last_of, breakpoints, ttls):
+        messages[at] = api.mark(messages[at], ttl)
     return messages
 
 
@@ -196,6 +199,7 @@ def assemble(
     breakpoints: Sequence[int],
     mode: str,
     before: Pieces | None,
+    ttls: Sequence[str] = (),
 ) -> Assembled:
     """The conversation of a request, encoded, from the daemon's entries ``blobs``, and the
     provider's rules checked on it. What the previous request (``before``) made of the same
@@ -258,8 +262,10 @@ def assemble(
     if len(merged) > 2 * len(sent) + KEPT_EXTRA:
         merged = {m.parts: m for m in sent if m.parts}
     marked = list(data)
-    for at in api.assemble(body, shapes, last_of, breakpoints):
-        marked[at] = orjson.dumps(api.mark(orjson.loads(data[at])))
+    lifetimes: list[str] = []
+    for at, ttl in api.assemble(body, shapes, last_of, breakpoints, ttls):
+        marked[at] = orjson.dumps(api.mark(orjson.loads(data[at]), ttl))
+        lifetimes.append(ttl)
     problems, calls, calls_at = _checked(turns, before, reused)
     pieces = Pieces(
         mode=mode,
@@ -279,7 +285,7 @@ def assemble(
         calls=calls,
         calls_at=calls_at,
     )
-    return Assembled(marked, problems, pieces, exported)
+    return Assembled(marked, problems, pieces, exported, tuple(lifetimes))
 
 
 def _latest_message(per_entry: Sequence[tuple[Message, ...]]) -> tuple[int, int]:

@@ -63,6 +63,8 @@ from ..daemon.conversation import Conversation as Resent
 from ..daemon.daemon import Daemon
 from .api import Api, Unsupported
 from .assembly import Pieces, assemble, encoded
+from .marks import ONE_HOUR, asks_long_in
+from .openai_cache import LONG_RETENTION, LONG_RETENTION_TTL_S, RETENTION_KEY, retention_to_ask
 from .prefix import Layout, LayoutError, Splicer, after, common_prefix, find, walk
 from .usage import Billed
 
@@ -71,6 +73,8 @@ T = TypeVar("T")
 
 DEFAULT_BOUND_S = 10.0
 SESSION_PREFIX = "proxy-"
+KEPT_LONG = 4096
+"""Sessions remembered as asking an hour (a forgotten one is found again by its marks)."""
 KEPT_MEMOS = 8
 """Conversations whose previous request the compactor keeps (the ones used last)."""
 KEPT_MEMO_BYTES = 48 * 1024 * 1024
@@ -118,6 +122,8 @@ class Compacted:
     breakpoints: tuple[int, ...]
     passed: bool = False
     """The body is the client's, as it came: the conversation is being taken in."""
+    refresh_at: int | None = None
+    """When a refresh call would pay if no call came first (``cache.refreshAt``)."""
 
 
 def client_name(user_agent: str | None) -> str:
@@ -429,6 +435,8 @@ class Compactor:
         self.context_limit: int | None = None
         """``contextLimit`` for the sessions the proxy opens (None: the settings' own)."""
         self._memos: OrderedDict[str, Memo] = OrderedDict()
+        self._long: OrderedDict[str, None] = OrderedDict()
+        """Sessions whose agent asked its prompt cache an hour (the latest ones)."""
         self._sessions: OrderedDict[str, None] = OrderedDict()
         self._splicer = Splicer()
 
@@ -478,18 +486,22 @@ class Compactor:
         # Kept at once: the bytes are read whatever becomes of the rest of the request.
         self._keep(session, _with_pieces(taken.memo, pieces))
         await self._hold(session)
-        result = await self.daemon.sync_compact(self._params(session, taken), at)
+        overrides = self._lifetime(api, raw, taken.body, session)
+        result = await self.daemon.sync_compact(self._params(session, taken), at, overrides)
         blobs = result.history.blobs
         breakpoints = tuple(result.cache.breakpoints) or (len(blobs) - 1,)
+        ttls = tuple(result.cache.breakpoint_ttls)
+        if overrides.get("cache.ttl") == ONE_HOUR:  # never shorter than the agent asked
+            ttls = (ONE_HOUR,) * len(breakpoints)
         if pieces is not None and pieces.mode == taken.mode:
-            built = assemble(api, taken.body, blobs, breakpoints, taken.mode, pieces)
+            built = assemble(api, taken.body, blobs, breakpoints, taken.mode, pieces, ttls)
         else:
             built = await asyncio.to_thread(
-                assemble, api, taken.body, blobs, breakpoints, taken.mode, pieces
+                assemble, api, taken.body, blobs, breakpoints, taken.mode, pieces, ttls
             )
         if built.problems:
             raise InvalidResult("the compacted request breaks the provider's rules")
-        data = _body(api, raw, taken, built.messages)
+        data = _body(api, raw, taken, built.messages, api.body_edits(taken.body, built.marked))
         built.pieces.size = len(data)
         self._keep(session, _with_pieces(taken.memo, built.pieces))
         if frozen:
@@ -503,7 +515,28 @@ class Compactor:
             entries_out=len(blobs),
             tokens=result.status.total_tokens,
             breakpoints=breakpoints,
+            refresh_at=result.cache.refresh_at,
         )
+
+    def _lifetime(
+        self, api: Api, raw: bytes, body: Mapping[str, Any], session: str
+    ) -> dict[str, object]:
+        """The session's overrides the request says about its cache's lifetime. An
+        Anthropic agent that asked an hour on any mark (now or before: it does not change its
+        mind) gets ``cache.ttl: 1h``, so that the daemon prices what the provider keeps and
+        every mark the proxy writes asks an hour. An OpenAI request asking a day's retention
+        (its own, or the proxy's) keeps entries longer than in memory."""
+        if api.name == "anthropic":
+            if session in self._long or asks_long_in(raw):
+                self._long[session] = None
+                self._long.move_to_end(session)
+                while len(self._long) > KEPT_LONG:
+                    self._long.popitem(last=False)
+                return {"cache.ttl": ONE_HOUR}
+            return {}
+        if retention_to_ask(body) is not None or body.get(RETENTION_KEY) == LONG_RETENTION:
+            return {"cache.ttlSeconds": LONG_RETENTION_TTL_S}
+        return {}
 
     def _params(self, session: str, taken: _Taken) -> dict[str, Any]:
         """``history/sync``'s params for the conversation ``taken``."""
@@ -637,10 +670,31 @@ def _with_pieces(memo: Memo, pieces: Pieces | None) -> Memo:
     return replace(memo, pieces=pieces)
 
 
-def _body(api: Api, raw: bytes, taken: _Taken, messages: list[bytes]) -> bytes:
-    """The request sent: the client's bytes, its conversation replaced by ``messages``."""
+def _body(
+    api: Api,
+    raw: bytes,
+    taken: _Taken,
+    messages: list[bytes],
+    edits: Mapping[str, Any] | None = None,
+) -> bytes:
+    """The request sent: the client's bytes, its conversation replaced by ``messages``;
+    with ``edits`` (other fields sent otherwise, rarely), the body less its conversation
+    written again, the conversation's bytes kept."""
     memo = taken.memo
     layout = memo.layout
+    if edits:
+        body = {k: v for k, v in taken.body.items() if k != "messages"}
+        body.update(edits)
+        if len(layout) == 0:
+            head = [orjson.dumps(m) for m in taken.body["messages"][: memo.head]]
+            elements = b",".join([*head, *messages])
+        elif memo.head == 0:
+            elements = b",".join(messages)
+        else:
+            first = layout.starts[memo.head] if messages else layout.ends[memo.head - 1]
+            elements = raw[layout.starts[0] : first] + b",".join(messages)
+        body["messages"] = orjson.Fragment(b"[" + elements + b"]")
+        return orjson.dumps(body)
     if len(layout) == 0:
         body = dict(taken.body)
         head = [orjson.dumps(m) for m in body["messages"][: memo.head]]

@@ -27,6 +27,7 @@ Pure: the proxy's Anthropic side calls it with the parsed parts of a request.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -39,6 +40,17 @@ MAX_BREAKPOINTS = 4
 included."""
 HEAD_FIELDS = ("tools", "system")
 """The request's parts before its messages, in the order Anthropic reads them."""
+
+
+_LONG_MARK = re.compile(rb'"cache_control"\s*:\s*\{[^{}]*"ttl"\s*:\s*"1h"')
+
+
+def asks_long_in(raw: bytes) -> bool:
+    """Whether a request's bytes hold a mark asking an hour, anywhere (its messages too,
+    which the proxy does not parse again when it has read them before). Only a mark can
+    match: inside a JSON string every quote is escaped, so text that quotes a mark does not.
+    A byte search first: the pattern is looked for only where ``"1h"`` occurs at all."""
+    return raw.find(b'"1h"') >= 0 and _LONG_MARK.search(raw) is not None
 
 
 def ttl_of(control: object) -> Ttl | None:

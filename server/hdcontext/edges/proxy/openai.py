@@ -31,6 +31,7 @@ from ...formats.exporters import openai as exporter
 from ...formats.importers import openai_chat as importer
 from .anthropic import kind_name
 from .api import Shape, Unsupported
+from .openai_cache import RETENTION_KEY, retention_to_ask
 from .usage import Billed, openai_billed
 
 BREAKPOINT_KEY = "prompt_cache_breakpoint"
@@ -205,16 +206,23 @@ class OpenAiApi:
         shapes: Sequence[Shape],
         last_of: Sequence[int],
         breakpoints: Sequence[int],
-    ) -> list[int]:
+        ttls: Sequence[str],
+    ) -> list[tuple[int, str]]:
         model = body.get("model")
         if not caches_at_breakpoints(model if isinstance(model, str) else None):
             return []
         messages = body.get("messages")
         head = messages[: prompt_length(messages)] if isinstance(messages, list) else []
-        return _place(shapes, last_of, breakpoints, MAX_BREAKPOINTS - _own_breakpoints(head))
+        room = MAX_BREAKPOINTS - _own_breakpoints(head)
+        # OpenAI's entries all live as long: a breakpoint asks no lifetime.
+        return [(at, "5m") for at in _place(shapes, last_of, breakpoints, room)]
 
-    def mark(self, message: Mapping[str, Any]) -> dict[str, Any]:
+    def mark(self, message: Mapping[str, Any], ttl: str) -> dict[str, Any]:
         return _marked(dict(message))
+
+    def body_edits(self, body: Mapping[str, Any], marked: Sequence[str]) -> dict[str, Any]:
+        retention = retention_to_ask(body)
+        return {} if retention is None else {RETENTION_KEY: retention}
 
     def billed(self, usage: object) -> Billed | None:
         return openai_billed(usage)
