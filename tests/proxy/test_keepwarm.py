@@ -49,7 +49,7 @@ class _World:
         pays, nxt = self.plan.pop(0) if self.plan else (False, None)
         return _Result(_History([b"{}"] if pays else []), _Cache(nxt if pays else None))
 
-    async def send(self, caller: Caller, result: Any) -> None:
+    async def send(self, session_id: str, caller: Caller, result: Any, at: int) -> None:
         self.sent.append((caller.headers["x-api-key"], result))
 
 

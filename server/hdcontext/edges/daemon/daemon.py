@@ -469,6 +469,10 @@ class Daemon:
     async def refresh(self, raw: object) -> dict[str, Any]:
         """``history/refresh``: what a refresh call sends now (an empty history when none
         pays), billed like a call."""
+        return _compact_reply(await self.refresh_result(raw), "full", None)
+
+    async def refresh_result(self, raw: object) -> CompactResult:
+        """``history/refresh``'s typed result (the proxy's keep-warm makes the call)."""
         p = parse_params(RefreshParams, raw)
         async with self.registry.lock(p.session_id):
             session = await self.registry.get(p.session_id)
@@ -477,7 +481,7 @@ class Daemon:
             except RefreshTooEarly as err:
                 raise invalid_params([str(err)]) from None
             self._notify(session, result.status)
-        return _compact_reply(result, "full", None)
+        return result
 
     async def retrieve(self, raw: object) -> dict[str, Any]:
         p = parse_params(RetrieveParams, raw)

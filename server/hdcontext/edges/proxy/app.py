@@ -25,14 +25,18 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from multidict import CIMultiDict
 
+from ...core.session import CompactResult
 from .anthropic import AnthropicApi
 from .api import Api, Unsupported
 from .compactor import Compacted, Compactor, NotJson, TooSlow, client_name
 from .dashboard import Dashboard, add_routes
 from .guard import refusal
+from .keepwarm import Caller, KeepWarm, Send
 from .openai import OpenAiApi
-from .upstream import SESSION_HEADER, Forwarded, Upstream, forward
+from .upstream import SESSION_HEADER, Forwarded, Upstream, forward, request_headers
+from .usage import from_json
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +62,8 @@ class ProxyState:
     )
     dashboard: Dashboard | None = None
     """The savings page (``GET /``) of the sessions this proxy keeps."""
+    keep_warm: KeepWarm | None = None
+    """The refresh calls' timers (``--keep-warm``; None: off)."""
 
 
 STATE = web.AppKey("hdcontext_proxy", ProxyState)
@@ -193,7 +199,57 @@ async def _through(request: web.Request, name: str) -> web.StreamResponse:
             await state.compactor.record(compacted.session_id, done.billed)
         except Exception as exc:  # the answer has gone out already; only the tally is lost
             log.warning("%s: usage not recorded: %s", name, type(exc).__name__)
+    if state.keep_warm is not None and compacted is not None and not compacted.passed:
+        # A call went out: the session's refresh timer starts again from what the daemon
+        # named (none after a refused call: what the provider holds is not known).
+        ok = done.status == 200 and compacted.params is not None
+        caller = Caller(
+            api=name,
+            path=request.path_qs,
+            headers=request_headers(request.headers),
+            params=compacted.params or {},
+        )
+        state.keep_warm.note(compacted.session_id, caller, compacted.refresh_at if ok else None)
     return done.response
+
+
+def refresher(state: ProxyState) -> Send:
+    """How ``--keep-warm`` makes a refresh call: the request ``Compactor.refresh_body``
+    writes, sent with the headers of the session's last request (its key among them), the
+    answer read whole, its usage told to the daemon. Logged without content or headers."""
+
+    async def send(session_id: str, caller: Caller, result: CompactResult, at: int) -> None:
+        api = state.apis[caller.api]
+        upstream = state.upstreams[caller.api]
+        data = state.compactor.refresh_body(api, caller.params, result)
+        headers = CIMultiDict(caller.headers)
+        headers["Content-Type"] = "application/json"
+        async with _session(state).post(
+            upstream.url(caller.path), data=data, headers=headers
+        ) as response:
+            answer = await response.read()
+            status = response.status
+        billed = from_json(answer, api.billed) if status == 200 else None
+        log.info(
+            "keep-warm %s: a refresh call of %d bytes answered %d%s",
+            session_id,
+            len(data),
+            status,
+            ""
+            if billed is None
+            else f" ({billed.cache_read_tokens} tokens read from the cache, "
+            f"{billed.cache_write_tokens} written)",
+        )
+        if status != 200:
+            raise RefreshRefused(f"the upstream answered {status}")
+        if billed is not None:
+            await state.compactor.record(session_id, billed, at)
+
+    return send
+
+
+class RefreshRefused(RuntimeError):
+    """The upstream did not take a refresh call (the session's timer stops)."""
 
 
 def _verdict(compacted: Compacted | None) -> str:

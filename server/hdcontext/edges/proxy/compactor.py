@@ -56,6 +56,7 @@ from typing import Any, TypeVar
 import orjson
 
 from ...core.content import IContent
+from ...core.session import CompactResult
 from ...core.sync import entry_digest
 from ...core.validity import entry_turn, turn_calls, turn_problems
 from ..daemon import memory
@@ -63,6 +64,7 @@ from ..daemon.conversation import Conversation as Resent
 from ..daemon.daemon import Daemon
 from .api import Api, Unsupported
 from .assembly import Pieces, assemble, encoded
+from .keepwarm import REFRESH_TEXT
 from .marks import ONE_HOUR, asks_long_in
 from .openai_cache import LONG_RETENTION, LONG_RETENTION_TTL_S, RETENTION_KEY, retention_to_ask
 from .prefix import Layout, LayoutError, Splicer, after, common_prefix, find, walk
@@ -124,6 +126,8 @@ class Compacted:
     """The body is the client's, as it came: the conversation is being taken in."""
     refresh_at: int | None = None
     """When a refresh call would pay if no call came first (``cache.refreshAt``)."""
+    params: Mapping[str, Any] | None = None
+    """The request's fields besides its conversation (what a refresh call repeats)."""
 
 
 def client_name(user_agent: str | None) -> str:
@@ -516,7 +520,36 @@ class Compactor:
             tokens=result.status.total_tokens,
             breakpoints=breakpoints,
             refresh_at=result.cache.refresh_at,
+            params=taken.body,
         )
+
+    def refresh_body(self, api: Api, params: Mapping[str, Any], result: CompactResult) -> bytes:
+        """A refresh call's request (``keepwarm.py``): the agent's last request's fields
+        (``params``: model, system, tools…), the conversation ``history/refresh`` gives with
+        its breakpoints, then one short user line, and one output token asked. What the
+        provider caches is read; the line and the token are all that is new."""
+        blobs = result.history.blobs
+        built = assemble(
+            api,
+            params,
+            blobs,
+            tuple(result.cache.breakpoints) or (len(blobs) - 1,),
+            api.export_mode(params, (), ""),
+            None,
+            tuple(result.cache.breakpoint_ttls),
+        )
+        if built.problems:
+            raise InvalidResult("the refresh call would break the provider's rules")
+        messages = [orjson.loads(m) for m in built.messages]
+        line = {"role": "user", "content": [{"type": "text", "text": REFRESH_TEXT}]}
+        if messages and messages[-1].get("role") == "user":
+            messages[-1] = api.merge(messages[-1], line)
+        else:
+            messages.append(line)
+        body = {k: v for k, v in params.items() if k not in ("messages", "stream")}
+        body.update(api.body_edits(params, built.marked))
+        body.update(messages=messages, max_tokens=1)
+        return orjson.dumps(body)
 
     def _lifetime(
         self, api: Api, raw: bytes, body: Mapping[str, Any], session: str

@@ -58,9 +58,9 @@ def thinks(params: Mapping[str, Any]) -> bool:
     return isinstance(thinking, Mapping) and thinking.get("type") not in (None, "disabled")
 
 
-Send = Callable[[Caller, CompactResult], Awaitable[None]]
-"""Makes one refresh call of ``Caller`` with ``history/refresh``'s result, and reports its
-usage to the daemon."""
+Send = Callable[[str, Caller, CompactResult, int], Awaitable[None]]
+"""Makes the refresh call of a session (``Caller``, with ``history/refresh``'s result, at a
+moment in ms), and reports its usage to the daemon."""
 Refresh = Callable[[str, int], Awaitable[CompactResult]]
 """``history/refresh`` for a session at a moment (ms)."""
 
@@ -120,8 +120,9 @@ class KeepWarm:
             caller = self._callers.get(session_id)
             if caller is None:
                 return
+            now = self._clock()
             try:
-                result = await self._refresh(session_id, self._clock())
+                result = await self._refresh(session_id, now)
             except Exception as exc:  # an unknown session (deleted), a clock gone back
                 log.info("keep-warm %s: no refresh (%s)", session_id, type(exc).__name__)
                 self._callers.pop(session_id, None)
@@ -130,7 +131,7 @@ class KeepWarm:
                 log.debug("keep-warm %s: a refresh does not pay now", session_id)
                 return
             try:
-                await self._send(caller, result)
+                await self._send(session_id, caller, result, now)
             except Exception as exc:  # the agent's own next call is unaffected
                 log.warning("keep-warm %s: the refresh call failed: %s", session_id, exc)
                 return

@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from aiohttp import web
 from yarl import URL
 
 from ...core.compression.types import SummarizeRequest, SummarizerError
-from ...core.session import SessionSummarizer
+from ...core.session import CompactResult, SessionSummarizer
 from ...core.settings import Settings, resolve
 from ..daemon import memory
 from ..daemon.daemon import Daemon
@@ -41,10 +42,11 @@ from ..storage.store import (
     mark_once,
     prepare_folder,
 )
-from .app import ProxyState, build_app
-from .compactor import DEFAULT_BOUND_S, Compactor
+from .app import ProxyState, build_app, refresher
+from .compactor import DEFAULT_BOUND_S, Compactor, now_ms
 from .dashboard import Dashboard
 from .guard import allowed_hosts, is_loopback
+from .keepwarm import KeepWarm
 from .upstream import Upstream
 
 log = logging.getLogger(__name__)
@@ -90,7 +92,13 @@ class Proxy:
         openai: str = OPENAI_UPSTREAM,
         bound_s: float = DEFAULT_BOUND_S,
         context_limit: int | None = None,
+        keep_warm: bool = False,
+        clock: Callable[[], int] = now_ms,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
+        """``keep_warm``: make the refresh calls the daemon names (its sessions need
+        ``cache.refresh`` for it to name any); ``clock`` and ``sleep`` time them (a test
+        passes its own)."""
         compactor = Compactor(daemon, bound_s)
         compactor.context_limit = context_limit
         self.state = ProxyState(
@@ -105,6 +113,12 @@ class Proxy:
                 flush=compactor.saved,
             ),
         )
+        if keep_warm:
+
+            async def refresh(session_id: str, at: int) -> CompactResult:
+                return await daemon.refresh_result({"sessionId": session_id, "at": at})
+
+            self.state.keep_warm = KeepWarm(refresh, refresher(self.state), clock, sleep)
         self._runner: web.AppRunner | None = None
         self.host = ""
         self.port = 0
@@ -131,6 +145,8 @@ class Proxy:
         return f"http://{'[' + host + ']' if ':' in host else host}:{self.port}"
 
     async def stop(self) -> None:
+        if self.state.keep_warm is not None:
+            await self.state.keep_warm.close()  # the keys it held go with it
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -208,6 +224,7 @@ def serve_proxy(
                 context_limit,
                 kept,
                 proxy_settings(cache_ttl, keep_warm),
+                keep_warm,
             )
         )
     except KeyboardInterrupt:
@@ -224,6 +241,7 @@ async def _serve(
     context_limit: int | None,
     retention: Retention,
     settings: IdeSettings | None = None,
+    keep_warm: bool = False,
 ) -> int:
     daemon = Daemon(_NoEditor(), storage, settings or IdeSettings(), retention=retention)
     try:
@@ -233,7 +251,12 @@ async def _serve(
         print(f"hdcontext proxy: {exc}", file=sys.stderr, flush=True)
         return EXIT_UNUSABLE
     proxy = Proxy(
-        daemon, anthropic=anthropic, openai=openai, bound_s=bound_s, context_limit=context_limit
+        daemon,
+        anthropic=anthropic,
+        openai=openai,
+        bound_s=bound_s,
+        context_limit=context_limit,
+        keep_warm=keep_warm,
     )
     try:
         listening = await proxy.start(host, port)
