@@ -150,3 +150,33 @@ async def test_the_daemons_hours_lift_the_agents_five_minute_marks(tmp_path: Pat
         assert request_order_ok(body)
     # The client's own request is not changed in place: only what went upstream.
     assert bodies[0]["system"][0]["cache_control"] == FIVE_MINUTES
+
+
+async def test_the_anthropic_client_asking_an_hour_is_answered_as_without_the_proxy(
+    tmp_path: Path,
+) -> None:
+    """The official client, unchanged, with an hour on its system and message marks and
+    automatic caching: its answer is the upstream's, and the upstream got an hour on every
+    mark, within four."""
+    import anthropic
+
+    running, runners = await start(tmp_path, lambda body: [{"type": "text", "text": "done"}])
+    try:
+        claude = anthropic.AsyncAnthropic(api_key="k", base_url=running.url, max_retries=0)
+        for messages in _turns(3, ONE_HOUR, calls=12):
+            reply = await claude.messages.create(
+                model="claude-sonnet-4-6",
+                max_tokens=100,
+                system=[{"type": "text", "text": "Be brief.", "cache_control": ONE_HOUR}],  # type: ignore[list-item]
+                messages=messages,  # type: ignore[arg-type]
+                extra_body={"cache_control": ONE_HOUR},
+            )
+            assert reply.content[0].type == "text" and reply.content[0].text == "done"
+        await claude.close()
+    finally:
+        await stop(running, runners)
+    for seen in running.fake.api_requests:
+        body = seen.body
+        assert count_marks(body) <= 4 and request_order_ok(body)
+        assert all(ttl_of(mark) == "1h" for mark in _message_marks(body))
+        assert body["cache_control"] == ONE_HOUR
