@@ -14,7 +14,9 @@ What it reports, each side by side with a direct call to the same upstream:
 * **added latency per request** at 1× and 10×: each turn appends one tool call and its result,
   then sends the request twice, straight to the upstream and through the proxy, in
   alternating order (a slow spell of the machine falls on both); the overhead of a turn is the
-  proxied time minus the direct time of that same turn (p50, p99);
+  proxied time minus the direct time of that same turn (p50, p99); and the proxy process's
+  CPU time per request over those turns, which the machine's other work does not inflate as
+  it does wall times (the load average is printed before and after);
 * **a new conversation's first request** (the proxy, warmed by another conversation, has never
   seen it: a resumed chat), and at 10× the first request after **a restart** of the proxy on
   the same storage (the daemon holds the session in SQLite, the proxy nothing);
@@ -267,10 +269,23 @@ class _Proxy:
         assert self.process is not None
         return rss_bytes(self.process.pid)
 
+    @property
+    def cpu_s(self) -> float:
+        """CPU time the proxy has used, all its threads (SQLite's too), from /proc (Linux)."""
+        assert self.process is not None
+        return cpu_seconds(self.process.pid)
+
     async def __aexit__(self, *exc: object) -> None:
         if self.process is not None:
             self.process.terminate()
             await self.process.wait()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system time of a process so far: what it costs whatever the machine's load
+    (the wall time of a request grows with the other work on the cores; this does not)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def _drain(stream: asyncio.StreamReader) -> None:
@@ -344,13 +359,17 @@ async def measure(t: Transcript, times: int, turns: int = TURNS) -> dict[str, An
                 report["first_request"] = _first(
                     *await _pair(client, upstream.url, proxy.url, _body(messages), 1)
                 )
+                cpu = 0.0
                 for k in range(WARMUP + turns):
                     messages = [*messages, *_turn(k, t.root)]
                     body = _body(messages)
+                    if k == WARMUP:
+                        cpu = proxy.cpu_s
                     took = await _pair(client, upstream.url, proxy.url, body, k)
                     if k >= WARMUP:
                         direct.append(took[0])
                         proxied.append(took[1])
+                report["proxy_cpu_ms_per_request"] = round((proxy.cpu_s - cpu) * 1000 / turns, 1)
                 report["rss_after_turns_bytes"] = proxy.rss
             if times > 1:
                 async with _Proxy(upstream.url, storage) as proxy:
@@ -516,6 +535,8 @@ def table(report: dict[str, Any]) -> str:
         f"| straight to the upstream | {cell(one, 'direct')} | {cell(ten, 'direct')} |",
         f"| through the proxy | {cell(one, 'proxied')} | {cell(ten, 'proxied')} |",
         f"| **added** (same turn, paired) | {cell(one, 'overhead')} | {cell(ten, 'overhead')} |",
+        "| the proxy's CPU time per request (whatever the load) | "
+        f"{one['proxy_cpu_ms_per_request']} ms | {ten['proxy_cpu_ms_per_request']} ms |",
         "| a new conversation's first request (direct → proxied) | "
         f"{first(one, 'first_request')} | {first(ten, 'first_request')} |",
         "| the next request after a restart of the proxy | "
@@ -550,6 +571,11 @@ def largest(found: list[Transcript]) -> Transcript:
     return max(found, key=lambda t: (len(t.entries), len(json.dumps(dump_entries(t.entries)))))
 
 
+def _load() -> str:
+    """The load average: the machine's other work, which the wall times include."""
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.proxy", description=__doc__)
     parser.add_argument("--turns", type=int, default=TURNS)
@@ -559,10 +585,12 @@ def main(argv: list[str] | None = None) -> int:
     if not found:
         print(f"bench.proxy: no transcripts under {transcripts.TRANSCRIPTS}", file=sys.stderr)
         return 2
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    load = _load()
     print(f"proxy overhead · {os.cpu_count()} CPUs · load average {load}")
     report = run(largest(found), args.turns, args.requests)
+    report["load_average"] = {"before": load, "after": _load()}
     print(table(report))
+    print(f"load average after: {report['load_average']['after']}")
     results = Path(__file__).resolve().parent / "results"
     results.mkdir(parents=True, exist_ok=True)
     (results / "proxy.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
