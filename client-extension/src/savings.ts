@@ -81,14 +81,9 @@ export function moneyLine(figures: SavingsFigures): string {
     return line;
 }
 
-/** 33%, 4.5%, 0%: the share saved. */
+/** 33%, 8%: the share saved, in whole percent as the page shows it. */
 function formatShare(share: number): string {
-    const p = 100 * share;
-    if (Math.abs(p) < 10 && p !== 0) {
-        const fixed = p.toFixed(1);
-        return `${fixed.endsWith('.0') ? fixed.slice(0, -2) : fixed}%`;
-    }
-    return `${Math.round(p)}%`;
+    return `${Math.round(100 * share)}%`;
 }
 
 /** Why calls are in tokens only, each reason once, escaped (a model name is the client's). */

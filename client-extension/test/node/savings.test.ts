@@ -124,6 +124,10 @@ describe('the money line of /status', () => {
         );
     });
 
+    it('the share saved in whole percent, as the page has it', () => {
+        assert.match(moneyLine(figures(totals({ cost: 0.0213, without: 0.0231, saved: 0.0018, ratio: 0.9221 }))), /\*\*<\$0\.01 saved\*\* \(8%\)\.$/);
+    });
+
     it('a session dearer with hdcontext (its refresh calls) says so, not a negative saving', () => {
         const line = moneyLine(figures(totals({ refreshCalls: 2, cost: 0.8, without: 0.75, saved: -0.05, ratio: 1.0667 })));
         assert.match(line, /\*\*\$0\.05 more\*\* than without it/);
