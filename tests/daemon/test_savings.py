@@ -115,6 +115,11 @@ async def test_a_session_the_folder_does_not_hold_is_missing_not_an_error(storag
         reply = await d.call("stats/savings", {"sessions": ["gone", "chat", "gone"]})
         assert reply["missing"] == ["gone"]
         assert [s["sessionId"] for s in reply["figures"]["sessions"]] == ["chat"]
+        # As many ids as a request may name (more than an older SQLite takes in one query).
+        many = [f"gone-{i}" for i in range(999)] + ["chat"]
+        reply = await d.call("stats/savings", {"sessions": many})
+        assert [s["sessionId"] for s in reply["figures"]["sessions"]] == ["chat"]
+        assert len(reply["missing"]) == 999
         nothing = await d.call("stats/savings", {"sessions": []})
         assert nothing["figures"]["totals"]["calls"] == 0
         assert nothing["figures"]["totals"]["cost"] is None

@@ -1004,17 +1004,28 @@ class ReadOnly:
         return out
 
 
+_IDS_PER_QUERY = 500
+
+
 def _select_calls(
     db: sqlite3.Connection, path: Path, session_ids: Sequence[str] | None
 ) -> list[CallRow]:
-    """The rows of ``calls`` of these sessions (all: ``None``), by session and order."""
-    if session_ids is not None and not session_ids:
-        return []
-    where = ""
-    args: tuple[str, ...] = ()
-    if session_ids is not None:
-        where = f"WHERE session_id IN ({', '.join('?' * len(session_ids))}) "
-        args = tuple(session_ids)
+    """The rows of ``calls`` of these sessions (all: ``None``), by session and order. Ids go
+    in ranges of ``_IDS_PER_QUERY`` (an older SQLite takes 999 parameters at most), in sorted
+    order, so the ranges' rows follow each other in session order."""
+    if session_ids is None:
+        return _calls_where(db, path, "", ())
+    ids = sorted(set(session_ids))
+    rows: list[CallRow] = []
+    for start in range(0, len(ids), _IDS_PER_QUERY):
+        part = tuple(ids[start : start + _IDS_PER_QUERY])
+        rows += _calls_where(db, path, f"WHERE session_id IN ({', '.join('?' * len(part))}) ", part)
+    return rows
+
+
+def _calls_where(
+    db: sqlite3.Connection, path: Path, where: str, args: tuple[str, ...]
+) -> list[CallRow]:
     try:
         rows = db.execute(
             f"SELECT {_CALL_COLUMNS} FROM calls {where}ORDER BY session_id, seq", args
