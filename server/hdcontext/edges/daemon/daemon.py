@@ -32,10 +32,7 @@ from ...core.session import (
     SyncOutcome,
 )
 from ...core.settings import FIELDS, SettingError, resolve
-from ...core.stats import page_json
 from ...core.stored import Entries
-from ..stats.page import render
-from ..stats.report import StatsError, of_rows
 from ..storage.store import Store, StoreError
 from . import memory
 from .conversation import conversation as resent_conversation
@@ -501,6 +498,11 @@ class Daemon:
         this daemon's), so a reply sees every commit answered before it; no session is locked
         or loaded. A named session the folder does not hold is no error (a window may name one
         deleted meanwhile): it is listed in ``missing`` and adds nothing."""
+        # Imported here: a daemon start does not pay for the savings view until it is asked.
+        from ...core.stats import page_json
+        from ..stats.page import render
+        from ..stats.report import StatsError, of_rows
+
         p = parse_params(SavingsParams, raw)
         asked = None if p.sessions is None else list(dict.fromkeys(p.sessions))
         prices = resolve({}, self.settings.current()).values.cache_prices
