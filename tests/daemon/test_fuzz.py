@@ -48,6 +48,7 @@ METHODS = [
     "history/close",
     "history/delete",
     "history/list",
+    "stats/savings",
     "initialize",
     "initialized",
     "$/cancelRequest",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import traceback
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -34,7 +35,7 @@ from ...core.session import (
 )
 from ...core.settings import FIELDS, SettingError, resolve
 from ...core.stored import Entries
-from ..storage.store import Store
+from ..storage.store import Store, StoreError
 from . import memory
 from .conversation import conversation as resent_conversation
 from .ide_settings import IdeSettings
@@ -51,6 +52,7 @@ from .wire import (
     OpenParams,
     RefreshParams,
     RetrieveParams,
+    SavingsParams,
     SessionParams,
     SetOverrideParams,
     SyncParams,
@@ -63,6 +65,7 @@ from .wire import (
     parse_entries_param,
     parse_params,
     parse_todos_param,
+    storage_unusable,
     summarizer_failed,
     unknown_call,
     unknown_session,
@@ -625,6 +628,40 @@ class Daemon:
     async def list(self, raw: object) -> dict[str, Any]:
         parse_params(ListParams, raw)
         return {"sessions": [s.to_wire() for s in await self.registry.statuses()]}
+
+    async def savings(self, raw: object) -> dict[str, Any]:
+        """``stats/savings``: what the calls of these sessions (of the whole storage folder
+        when none are named) cost and would have cost without hdcontext, as the savings page
+        shows them (``core.stats.page_json``: counts, prices, model names and session ids,
+        never content), and with a ``nonce`` the page itself for the editor's webview.
+
+        Read through the daemon's own store (its thread, its connection: the folder's lock is
+        this daemon's), so a reply sees every commit answered before it; no session is locked
+        or loaded. A named session the folder does not hold is no error (a window may name one
+        deleted meanwhile): it is listed in ``missing`` and adds nothing."""
+        # Imported here: a daemon start does not pay for the savings view until it is asked.
+        from ...core.stats import page_json
+        from ..stats.page import render
+        from ..stats.report import StatsError, of_rows
+
+        p = parse_params(SavingsParams, raw)
+        asked = None if p.sessions is None else list(dict.fromkeys(p.sessions))
+        prices = resolve({}, self.settings.current()).values.cache_prices
+        try:
+            read = await self.store.calls_for_stats(asked)
+            report = await asyncio.to_thread(
+                of_rows, read.calls, read.overrides, read.stored, prices=prices, only=asked
+            )
+        except (StatsError, StoreError) as exc:
+            raise storage_unusable(f"the savings cannot be read: {exc}") from None
+        figures = page_json(report, str(self.storage_dir), None, time.time_ns() // 1_000_000)
+        page = None if p.nonce is None else await asyncio.to_thread(render, figures, nonce=p.nonce)
+        stored = set(read.stored)
+        return {
+            "figures": figures,
+            "html": page,
+            "missing": [] if asked is None else [sid for sid in asked if sid not in stored],
+        }
 
 
 def _compact_reply(result: CompactResult, reply: str, base: str | None) -> dict[str, Any]:

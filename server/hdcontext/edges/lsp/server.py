@@ -527,7 +527,7 @@ async def on_shutdown(ls: HdServer, params: None) -> None:
         await ls.daemon.shutdown()
 
 
-# -- history/* ------------------------------------------------------------------------------------
+# -- history/* and stats/savings ----------------------------------------------------------------
 
 Handler = Callable[[Daemon, object], Awaitable[Any]]
 
@@ -547,6 +547,8 @@ METHODS: dict[str, Handler] = {
     "history/close": Daemon.close,
     "history/delete": Daemon.delete,
     "history/list": Daemon.list,
+    # A daemon addition to PROTOCOL.md (docs/daemon.md): the savings page's figures.
+    "stats/savings": Daemon.savings,
 }
 
 
