@@ -268,7 +268,8 @@ async def _serve(
         f"hdcontext proxy listening on {proxy.url} (port {listening}; anthropic upstream "
         f"{proxy.state.upstreams['anthropic'].shown()}, openai upstream "
         f"{proxy.state.upstreams['openai'].shown()}; sessions in {storage}, idle ones "
-        f"{retention.describe()}; what it saved: {proxy.url}/)",
+        f"{retention.describe()}; "
+        f"{'refresh calls on (--keep-warm); ' if keep_warm else ''}what it saved: {proxy.url}/)",
         file=sys.stderr,
         flush=True,
     )
