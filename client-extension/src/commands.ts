@@ -12,6 +12,8 @@ import * as vscode from 'vscode';
 import { REINSTALL_COMMAND, type Daemon } from './daemon';
 import type { DaemonClient } from './daemonClient';
 import { CACHE_TTL_SETTINGS, HISTORY_VIEWS, STRATEGIES, type CompactResult, type HistoryView, type SettingsResult, type Status } from './protocol';
+import { SHOW_SAVINGS_COMMAND } from './savings';
+import type { SavingsView } from './savingsView';
 import { formatCount, statusText } from './status';
 import type { StatusBar } from './statusBar';
 
@@ -25,6 +27,7 @@ export const Commands = {
     showLog: 'hdcontext.showLog',
     restartDaemon: 'hdcontext.restartDaemon',
     reinstallDaemon: REINSTALL_COMMAND,
+    showSavings: SHOW_SAVINGS_COMMAND,
 } as const;
 
 export interface CommandHost {
@@ -35,6 +38,8 @@ export interface CommandHost {
     transcripts: Map<string, string>;
     /** Records what a compaction did (the transcript path) and shows its Status. */
     noteCompaction(result: CompactResult): void;
+    /** The savings webview (*hdcontext: Show Savings*). */
+    savings?: SavingsView;
 }
 
 const VIEW_DESCRIPTIONS: Record<HistoryView, string> = {
@@ -56,6 +61,10 @@ export function registerCommands(context: vscode.ExtensionContext, host: Command
     register(Commands.showLog, async () => host.output.show(true));
     register(Commands.restartDaemon, () => c.restart());
     register(Commands.reinstallDaemon, () => c.reinstall());
+    const savings = host.savings;
+    if (savings) {
+        register(Commands.showSavings, () => savings.show());
+    }
 }
 
 /** A command's session: a string, or `{sessionId}` (e.g. from another extension). */

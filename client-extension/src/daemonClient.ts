@@ -5,6 +5,7 @@
  */
 
 import {
+    DaemonMethods,
     Methods,
     SUMMARIZE_REQUEST,
     TOKENS_NOTIFICATION,
@@ -17,6 +18,8 @@ import {
     type RetrieveResult,
     type RequestMap,
     type RequestMethod,
+    type SavingsParams,
+    type SavingsResult,
     type SettingsResult,
     type Status,
     type SummarizeParams,
@@ -124,6 +127,14 @@ export class DaemonClient {
 
     list(): Promise<ListResult> {
         return this.request(Methods.list, {});
+    }
+
+    /**
+     * `stats/savings` (a daemon addition): what the calls of these sessions (of the whole storage
+     * folder when none) cost and would have cost without hdcontext; with a nonce, the page too.
+     */
+    savings(params: SavingsParams = {}): Promise<SavingsResult> {
+        return this.request(DaemonMethods.savings, definedOnly(params) as SavingsParams);
     }
 
     /** `history/tokens`; payloads that are not a Status are dropped (and reported to `onBad`). */

@@ -21,6 +21,7 @@ import { createParticipant } from './participant';
 import { PROTOCOL_VERSION, SETTINGS_SECTION, type CompactResult, type Status } from './protocol';
 import { PROXY_SETTINGS, proxyOptions } from './proxySettings';
 import { RETRIEVE_TOOL, RetrieveTool } from './retrieveTool';
+import { SavingsView } from './savingsView';
 import { StatusBar } from './statusBar';
 import { EditorSummarizer, MODEL_SETTING } from './summarizer';
 import { WRAP_VENDOR, WrappingModels } from './wrappingModels';
@@ -85,7 +86,14 @@ export async function activate(context: vscode.ExtensionContext, factory?: Clien
         }
         statusBar.update(result.status);
     };
-    registerCommands(context, { daemon, statusBar, output, transcripts, noteCompaction });
+    const savings = new SavingsView({
+        daemon,
+        windowSessions: () => statusBar.sessions.all().map((s) => s.sessionId),
+        onTokens: tokens.event,
+        log: (line) => daemon.log(line),
+    });
+    context.subscriptions.push(savings);
+    registerCommands(context, { daemon, statusBar, output, transcripts, noteCompaction, savings });
 
     const chats = new ChatSessions();
     const warningsOnScreen = new Set<string>();

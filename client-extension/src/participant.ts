@@ -9,7 +9,9 @@ import * as vscode from 'vscode';
 import type { ChatSessions } from './chatSessions';
 import { Commands } from './commands';
 import type { Daemon } from './daemon';
-import type { CompactResult, Status } from './protocol';
+import type { DaemonClient } from './daemonClient';
+import { isSavingsFigures, type CompactResult, type SavingsFigures, type Status } from './protocol';
+import { SHOW_SAVINGS_COMMAND } from './savings';
 import { formatCount, statusReport } from './status';
 
 export const PARTICIPANT_ID = 'hdcontext.chat';
@@ -49,7 +51,7 @@ async function answer(host: ParticipantHost, request: vscode.ChatRequest, stream
             default:
                 stream.markdown(
                     'I report on and manage the conversations you have through a **· hdcontext** model (pick one in the model picker):\n\n' +
-                        '- `/status`: the tokens the next call sends, what was saved, the prompt cache figures\n' +
+                        '- `/status`: the tokens the next call sends, what was saved, the prompt cache figures, what the calls cost\n' +
                         '- `/compact`: compact the conversation now\n' +
                         '- `/history`: open the history the model receives, as JSON\n',
                 );
@@ -69,13 +71,29 @@ async function status(host: ParticipantHost, stream: vscode.ChatResponseStream):
         return;
     }
     stream.progress('Asking the daemon…');
-    const { sessions } = await (await host.daemon.ready()).list();
+    const client = await host.daemon.ready();
+    const { sessions } = await client.list();
     const s: Status | undefined = sessions.find((x) => x.sessionId === id);
     if (!s) {
         stream.markdown(`The daemon no longer has the conversation \`${id}\` (it was deleted).`);
         return;
     }
-    stream.markdown(statusReport(s));
+    stream.markdown(statusReport(s, await savingsOf(host, client, id)));
+    stream.button({ command: SHOW_SAVINGS_COMMAND, title: 'Show savings' });
+}
+
+/** The session's money figures, or none (a daemon without `stats/savings`: the rest still shows). */
+async function savingsOf(host: ParticipantHost, client: DaemonClient, id: string): Promise<SavingsFigures | undefined> {
+    try {
+        const { figures } = await client.savings({ sessions: [id] });
+        if (isSavingsFigures(figures)) {
+            return figures;
+        }
+        host.log('stats/savings: the figures are not of the expected shape; /status shows no money line');
+    } catch (err) {
+        host.log(`stats/savings failed, /status shows no money line: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    return undefined;
 }
 
 async function compact(host: ParticipantHost, stream: vscode.ChatResponseStream): Promise<void> {

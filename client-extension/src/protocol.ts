@@ -78,6 +78,16 @@ export const Methods = {
     list: 'history/list',
 } as const;
 
+/**
+ * Requests the daemon answers that PROTOCOL.md does not list yet (docs/daemon.md, "Additions to
+ * PROTOCOL.md"). The tests fail when PROTOCOL.md lists one: move it into `Methods` then.
+ */
+export const DaemonMethods = {
+    /** The savings view's figures, and its page given a nonce. */
+    savings: 'stats/savings',
+} as const;
+export const METHOD_DAEMON_ADDITIONS: readonly string[] = Object.values(DaemonMethods);
+
 /** The language model tool the extension offers for `history/retrieve` (`retrieveTool.ts`). */
 export const RETRIEVE_TOOL_NAME = 'hdcontext_retrieve';
 
@@ -256,6 +266,79 @@ export interface SummarizeResult {
     text: string;
 }
 
+/** Tokens of a savings figure: what the agent sent, what went to the model, the cache, the output. */
+export interface SavingsTokens {
+    agent: number;
+    model: number;
+    cacheRead: number;
+    cacheWrite: number;
+    output: number;
+}
+/** Calls of a model the price table does not know (or of a session without usage): tokens only, and why. */
+export interface UnpricedCalls {
+    model: string | null;
+    why: string;
+    calls: number;
+}
+/**
+ * Sums over calls (`core/stats.py` `Figures.to_json`). Money in the figures' `currency`; `cost`,
+ * `without`, `saved` and `ratio` are null when no call could be priced.
+ */
+export interface SavingsTotals {
+    calls: number;
+    refreshCalls: number;
+    tokens: SavingsTokens;
+    cost: number | null;
+    estimatedCost: number | null;
+    without: number | null;
+    saved: number | null;
+    /** cost ÷ without. */
+    ratio: number | null;
+    refreshCost: number | null;
+    pricedCalls: number;
+    estimatedCalls: number;
+    unpricedCalls: number;
+    maskedOutputs: number;
+    fetchedBack: number;
+    unpriced: UnpricedCalls[];
+}
+export interface SavingsSession extends SavingsTotals {
+    sessionId: string;
+    model: string | null;
+    pricedAs: { row: string | null; match: string } | null;
+    first: string | null;
+    last: string | null;
+    lastAt: number | null;
+    /** Each call: [seq, at, kind, agent, model, cacheRead, cost, without, basis]. */
+    series?: unknown[][];
+}
+/** What the savings page shows (`core/stats.py` `page_json`): counts, prices, model names and session ids. */
+export interface SavingsFigures {
+    storageDir: string;
+    /** ISO 4217, e.g. `USD`. */
+    currency: string;
+    pricesChecked: string;
+    since: string | null;
+    generatedAt: number;
+    totals: SavingsTotals;
+    days: Array<SavingsTotals & { day: string }>;
+    sessions: SavingsSession[];
+    sessionsWithoutRecords: number;
+}
+/** `stats/savings`: the figures of these sessions (all the storage folder's when left out). */
+export interface SavingsParams {
+    sessions?: string[];
+    /** For the page's script and style (base64, 16 to 128 characters): asks for `html` too. */
+    nonce?: string;
+}
+export interface SavingsResult {
+    figures: SavingsFigures;
+    /** The page, when a nonce was given. */
+    html: string | null;
+    /** Named sessions the storage folder does not hold. */
+    missing: string[];
+}
+
 /** `initializationOptions.proxy`: the daemon also serves `hdcontext proxy` on loopback. */
 export interface ProxyOptions {
     port: number;
@@ -291,6 +374,7 @@ export interface RequestMap {
     'history/close': [SessionParams, null];
     'history/delete': [SessionParams, null];
     'history/list': [ListParams, ListResult];
+    'stats/savings': [SavingsParams, SavingsResult];
 }
 export type RequestMethod = keyof RequestMap;
 
@@ -331,6 +415,24 @@ export function isStatus(value: unknown): value is Status {
  */
 function isPricedAs(value: unknown): boolean {
     return isRecord(value) && (value.model === null || typeof value.model === 'string') && typeof value.match === 'string';
+}
+
+/** A `stats/savings` reply's figures, as far as the money line reads them (a daemon bug must not break /status). */
+export function isSavingsFigures(value: unknown): value is SavingsFigures {
+    if (!isRecord(value) || typeof value.currency !== 'string' || !isRecord(value.totals) || !Array.isArray(value.sessions)) {
+        return false;
+    }
+    const t = value.totals;
+    const count = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+    const money = (v: unknown) => v === null || (typeof v === 'number' && Number.isFinite(v));
+    return (
+        ['calls', 'refreshCalls', 'pricedCalls', 'estimatedCalls', 'unpricedCalls'].every((k) => count(t[k])) &&
+        ['cost', 'estimatedCost', 'without', 'saved', 'ratio'].every((k) => money(t[k])) &&
+        isRecord(t.tokens) &&
+        ['agent', 'model', 'output'].every((k) => count((t.tokens as Record<string, unknown>)[k])) &&
+        Array.isArray(t.unpriced) &&
+        t.unpriced.every((u) => isRecord(u) && typeof u.why === 'string' && count(u.calls))
+    );
 }
 
 /** The daemon's `capabilities.experimental.hdcontext.protocolVersion`, if it says one. */

@@ -9,7 +9,8 @@
  * it nears the compression threshold (≥ WARNING_SHARE of threshold × limit), else `normal`.
  */
 
-import { RETRIEVE_TOOL_NAME, type Status } from './protocol';
+import { RETRIEVE_TOOL_NAME, type SavingsFigures, type Status } from './protocol';
+import { moneyLine } from './savings';
 import { cacheHitRate } from './usage';
 
 export type Level = 'normal' | 'warning' | 'error';
@@ -203,8 +204,11 @@ function mispredictedCalls(s: Status): string | undefined {
     return of >= n ? `${formatCount(n)} of ${calls(of)}` : calls(n);
 }
 
-/** The `@hdcontext /status` answer (Markdown): the conversation's tokens, savings and cost figures. */
-export function statusReport(s: Status): string {
+/**
+ * The `@hdcontext /status` answer (Markdown): the conversation's tokens, savings and cost figures;
+ * with its `stats/savings` figures, what its calls cost and would have cost without hdcontext.
+ */
+export function statusReport(s: Status, savings?: SavingsFigures): string {
     const lines = [
         `**${formatCount(s.totalTokens)}** of ${formatCount(s.contextLimit)} tokens (${formatPercent(s.percent)}) go to the model on the next call, in ${s.entryCount} ${s.entryCount === 1 ? 'entry' : 'entries'}.`,
         `- Saved so far: ${formatCount(s.savedTokens)} tokens (stale reads, what edits left behind, duplicate @file inclusions, old and masked tool output, compression).`,
@@ -230,6 +234,9 @@ export function statusReport(s: Status): string {
         );
     } else {
         lines.push('- Model calls: the model has not reported its token usage (cache figures appear when it does).');
+    }
+    if (savings) {
+        lines.push(moneyLine(savings));
     }
     const priced = fallbackPrices(s);
     if (priced) {

@@ -7,6 +7,7 @@
 import * as vscode from 'vscode';
 
 import type { Status } from './protocol';
+import { TOOLTIP_TRUSTED_COMMANDS, tooltipMarkdown } from './savings';
 import { SessionTracker, statusLevel, statusText, statusTooltip, type Level } from './status';
 
 export const SHOW_SESSIONS_COMMAND = 'hdcontext.showSessions';
@@ -91,13 +92,13 @@ export class StatusBar implements vscode.Disposable {
         const s = this.sessions.active;
         if (s === undefined) {
             this.item.text = `${ICON} hdcontext`;
-            this.item.tooltip = 'hdcontext: no chat session yet. Click for sessions and actions.';
+            this.item.tooltip = withSavingsLink('hdcontext: no chat session yet. Click for sessions and actions.');
             this.item.backgroundColor = undefined;
             return;
         }
         const level = statusLevel(s);
         this.item.text = `${ICON} ${statusText(s)}`;
-        this.item.tooltip = statusTooltip(s, { sessionCount: this.sessions.size });
+        this.item.tooltip = withSavingsLink(statusTooltip(s, { sessionCount: this.sessions.size }));
         const color = BACKGROUND[level];
         this.item.backgroundColor = color === undefined ? undefined : new vscode.ThemeColor(color);
         this.item.accessibilityInformation = {
@@ -108,4 +109,14 @@ export class StatusBar implements vscode.Disposable {
     dispose(): void {
         this.item.dispose();
     }
+}
+
+/**
+ * A tooltip's text with the link to the savings view under it: Markdown trusted for that one
+ * command only (a link anywhere else in it, which escaping prevents, would not run anything).
+ */
+function withSavingsLink(plain: string): vscode.MarkdownString {
+    const md = new vscode.MarkdownString(tooltipMarkdown(plain), true);
+    md.isTrusted = { enabledCommands: [...TOOLTIP_TRUSTED_COMMANDS] };
+    return md;
 }

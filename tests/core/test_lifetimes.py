@@ -164,6 +164,34 @@ def test_a_refresh_is_named_only_when_asked_and_ends_where_a_request_may() -> No
         s.refresh(at=due - 1)
 
 
+def test_a_client_that_appends_no_answer_says_how_it_ended() -> None:
+    """The proxy appends no answer: the stop reason it read says what the session waits on.
+    A tool call comes back within seconds (the refresh pays); a person, or nothing said,
+    is not worth a refresh here."""
+    outcomes = {}
+    for waiting in ("tool", "person", None):
+        s = _long_session({"cache.refresh": True})
+        due = asyncio.run(s.compact(at=1_600_000)).cache.refresh_at
+        assert due is not None
+        if waiting is not None:
+            s.note_waiting(waiting)
+        outcomes[waiting] = bool(s.refresh(at=due).history)
+    assert outcomes == {"tool": True, "person": False, None: False}
+
+
+def test_what_the_client_said_of_an_answer_holds_for_that_call_only() -> None:
+    after = []
+    for waiting in ("tool", None):
+        s = _long_session({"cache.refresh": True})
+        asyncio.run(s.compact(at=1_600_000))
+        if waiting is not None:
+            s.note_waiting(waiting)
+        due = asyncio.run(s.compact(at=1_610_000)).cache.refresh_at
+        assert due is not None
+        after.append(len(s.refresh(at=due).history))
+    assert after[0] == after[1]
+
+
 def test_a_refresh_that_does_not_pay_sends_nothing() -> None:
     s = _long_session({"cache.refresh": True, "cache.refreshIdleSeconds": 60})
     idle = s.refresh(at=1_600_000 + 10 * 60_000)  # idle longer than the limit

@@ -47,6 +47,7 @@ METHODS = [
     "history/close",
     "history/delete",
     "history/list",
+    "stats/savings",
     "initialize",
     "initialized",
     "$/cancelRequest",

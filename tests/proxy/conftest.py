@@ -45,6 +45,7 @@ async def start(
     bound_s: float = 10.0,
     openai_base: str = "/v1",
     settings: dict[str, Any] | None = None,
+    proxy_options: dict[str, Any] | None = None,
 ) -> tuple[Running, list[web.AppRunner]]:
     fake = FakeUpstream(script)
     runner = web.AppRunner(fake.app(), access_log=None)
@@ -59,7 +60,13 @@ async def start(
         ide.set_initial(settings)
     daemon = Daemon(_NoEditor(), storage, ide)
     await daemon.start()
-    proxy = Proxy(daemon, anthropic=fake_url, openai=fake_url + openai_base, bound_s=bound_s)
+    proxy = Proxy(
+        daemon,
+        anthropic=fake_url,
+        openai=fake_url + openai_base,
+        bound_s=bound_s,
+        **(proxy_options or {}),
+    )
     await proxy.start("127.0.0.1", 0)
     return Running(proxy, daemon, fake, fake_url, storage), [runner]
 

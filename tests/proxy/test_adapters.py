@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from yarl import URL
 
 from hdcontext.core.content import IContent
+from hdcontext.core.validity import payload_problems
+from hdcontext.edges.proxy import assembly
 from hdcontext.edges.proxy.anthropic import AnthropicApi
 from hdcontext.edges.proxy.api import Api
 from hdcontext.edges.proxy.guard import allowed_hosts, refusal
@@ -39,8 +41,11 @@ def conversation(api: Api, body: dict[str, Any]) -> list[IContent]:
 def rebuild(
     api: Api, body: dict[str, Any], entries: list[IContent], breakpoints: list[int]
 ) -> dict[str, Any]:
-    mode = api.export_mode(body)
-    return api.assemble(body, [api.export_entry(e, mode) for e in entries], breakpoints)
+    """The request rebuilt around ``entries``, read whole (what the proxy writes as bytes)."""
+    mode = api.export_mode(body, api.messages(body), "")
+    exported = [api.export_entry(e, mode) for e in entries]
+    head = body["messages"][: api.head(body["messages"])]
+    return {**body, "messages": [*head, *assembly.conversation(api, body, exported, breakpoints)]}
 
 
 def _anthropic(messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
@@ -96,7 +101,7 @@ def test_an_anthropic_conversation_comes_back_as_it_was_sent() -> None:
     body = _anthropic(CONVERSATION)
     out = _round_trip(body, [])
     assert out["messages"] == CONVERSATION  # system message, its extras, joined results
-    assert ANTHROPIC.problems(out) == 0
+    assert payload_problems("anthropic", out) == []
 
 
 def test_breakpoints_go_on_the_last_block_that_may_carry_one() -> None:
@@ -176,7 +181,7 @@ def test_openai_breakpoints_only_where_the_model_caches_at_them(model: str) -> N
         ]
     else:
         assert marked == [0]
-    assert OPENAI.problems(out) == 0
+    assert payload_problems("openai", out) == []
 
 
 def test_an_openai_request_the_conversion_would_rewrite_is_not_carried() -> None:
@@ -283,14 +288,14 @@ async def test_the_daemons_breakpoints_are_where_the_request_carries_them(tmp_pa
     entries whose last block gets ``cache_control`` (PROTOCOL.md)."""
     running, runners = await start(tmp_path, lambda body: [{"type": "text", "text": "ok"}])
 
-    real = running.daemon.compact_result
+    real = running.daemon.sync_compact
 
-    async def naming(session_id: str, pending: int = 0, at: int | None = None) -> Any:
-        result = await real(session_id, pending, at)
+    async def naming(raw: object, at: int | None = None, overrides: Any = None) -> Any:
+        result = await real(raw, at, overrides)
         cache = result.cache.model_copy(update={"breakpoints": [0, 3]})
         return dataclasses.replace(result, cache=cache)
 
-    running.daemon.compact_result = naming  # type: ignore[method-assign]
+    running.daemon.sync_compact = naming  # type: ignore[method-assign]
     try:
         async with aiohttp.ClientSession() as client:
             body = _anthropic(CONVERSATION)

@@ -10,6 +10,7 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import anthropic
@@ -18,6 +19,7 @@ import pytest
 
 from hdcontext.edges.daemon.daemon import Daemon
 from hdcontext.edges.daemon.ide_settings import IdeSettings
+from hdcontext.edges.proxy import compactor
 from hdcontext.edges.proxy.run import Proxy, _NoEditor
 from hdcontext.edges.storage.store import prepare_folder
 
@@ -58,7 +60,9 @@ async def broken(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterato
         await raw.stop()
 
 
-async def _call(api: str, base: str, stream: bool) -> tuple[list[str], BaseException | None]:
+async def _call(
+    api: str, base: str, stream: bool, messages: list[dict[str, str]] = MESSAGES
+) -> tuple[list[str], BaseException | None]:
     """One call with the provider's official client (no retries): the events it read, and
     what it raised (``None``: it finished)."""
     events: list[str] = []
@@ -66,12 +70,12 @@ async def _call(api: str, base: str, stream: bool) -> tuple[list[str], BaseExcep
         if api == "anthropic":
             claude = anthropic.AsyncAnthropic(api_key="k", base_url=base, max_retries=0)
             if not stream:
-                await claude.messages.create(model="m", max_tokens=5, messages=MESSAGES)  # type: ignore[arg-type]
+                await claude.messages.create(model="m", max_tokens=5, messages=messages)  # type: ignore[arg-type]
                 return events, None
             answer = await claude.messages.create(
                 model="m",
                 max_tokens=5,
-                messages=MESSAGES,  # type: ignore[arg-type]
+                messages=messages,  # type: ignore[arg-type]
                 stream=True,
             )
             async for event in answer:
@@ -79,11 +83,11 @@ async def _call(api: str, base: str, stream: bool) -> tuple[list[str], BaseExcep
         else:
             gpt = openai.AsyncOpenAI(api_key="k", base_url=base + "/v1", max_retries=0)
             if not stream:
-                await gpt.chat.completions.create(model="m", messages=MESSAGES)  # type: ignore[arg-type]
+                await gpt.chat.completions.create(model="m", messages=messages)  # type: ignore[arg-type]
                 return events, None
             chunks = await gpt.chat.completions.create(
                 model="m",
-                messages=MESSAGES,  # type: ignore[arg-type]
+                messages=messages,  # type: ignore[arg-type]
                 stream=True,
             )
             async for chunk in chunks:
@@ -108,6 +112,43 @@ async def test_a_stream_cut_mid_event_breaks_off_for_the_client_too(
     assert type(proxied.__cause__) is type(direct.__cause__)
     assert "incomplete chunked read" in repr(proxied) + repr(proxied.__cause__)
     assert proxied_events == direct_events and proxied_events  # what came before, all of it
+
+
+@pytest.mark.parametrize("broken", ["stream"], indirect=True)
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+async def test_a_stream_cut_breaks_off_on_every_path_of_a_conversation(
+    broken: Broken, api: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first request of a conversation the proxy has not seen goes as it came while it is
+    taken in (the bulk path); the next ones are read from where the previous one ended (the
+    previous request's bytes kept). A cut stream breaks off for the client on each."""
+    found: list[bool] = []
+    real = compactor.best_match
+
+    def spied(*args: Any) -> Any:
+        match = real(*args)
+        found.append(match is not None)
+        return match
+
+    monkeypatch.setattr(compactor, "best_match", spied)
+    broken.proxy.state.compactor.pass_bytes = 1  # any conversation not seen goes as it came
+    conversation = list(MESSAGES)
+    for turn in range(4):
+        direct_events, direct = await _call(api, broken.raw_url, True, conversation)
+        proxied_events, proxied = await _call(api, broken.proxy.url, True, conversation)
+        assert direct is not None
+        assert proxied is not None, f"turn {turn}: a cut-off answer looked finished"
+        assert type(proxied) is type(direct)
+        assert proxied_events == direct_events and proxied_events
+        conversation += [
+            {"role": "assistant", "content": f"answer {turn}"},
+            {"role": "user", "content": f"go on {turn}"},
+        ]
+    # Not seen, then a body that resumes at no answer of the previous one (it had none), then
+    # read from where the previous body's last answer began.
+    assert found == [False, False, True, True]
+    assert broken.proxy.state.unchanged == 1  # the first one went as it came
+    assert broken.proxy.state.compacted == 3
 
 
 @pytest.mark.parametrize("broken", ["json"], indirect=True)

@@ -23,6 +23,7 @@ KEY = "sk-ant-secret-key-0123456789"
 BEARER = "Bearer sk-openai-secret-0123456789"
 SECRET_TEXT = "the-conversation-content-nobody-logs"
 ANTHROPIC_HEADERS = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+CACHED = {"cache_control": {"type": "ephemeral"}}
 
 
 def anthropic_body(stream: bool = False, **extra: Any) -> dict[str, Any]:
@@ -370,3 +371,53 @@ async def test_keys_and_content_stay_out_of_logs_and_storage(
     assert stat.S_IMODE(running.storage.stat().st_mode) == 0o700
     stored = b"".join(p.read_bytes() for p in running.storage.rglob("*") if p.is_file())
     assert KEY.encode() not in stored and BEARER.split()[1].encode() not in stored
+
+
+async def _taken_in(running: Running) -> None:
+    """Wait for the conversations being taken in."""
+    for task in list(running.proxy.state.compactor._ingests.values()):
+        await task
+
+
+async def test_a_large_new_conversation_goes_as_it_came_and_is_taken_in(tmp_path: Path) -> None:
+    """A conversation the daemon does not know, past ``pass_bytes``, is not held up while it
+    is counted and stored: it goes upstream byte for byte as the client sent it, with its
+    usage recorded, and the daemon takes it in meanwhile; the next request finds it held
+    and is compacted (the daemon's breakpoint, not the client's). A restarted proxy (the
+    daemon knows the session) compacts the first request it gets."""
+    running, runners = await start(tmp_path, lambda body: [{"type": "text", "text": "fine"}])
+    running.proxy.state.compactor.pass_bytes = 0
+    first = json.dumps(anthropic_body()).encode()
+    try:
+        status, _, _ = await post(running, "/v1/messages", first, ANTHROPIC_HEADERS)
+        assert status == 200
+        await _taken_in(running)
+        (passed,) = running.fake.api_requests
+        assert passed.raw == first
+        (session,) = await running.statuses()
+        assert session["entryCount"] == 4
+        assert session["usage"]["calls"] == 1
+        grown = anthropic_body()
+        grown["messages"] += [
+            {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+            {"role": "user", "content": [{"type": "text", "text": "next", **CACHED}]},
+        ]
+        status, _, _ = await post(running, "/v1/messages", grown, ANTHROPIC_HEADERS)
+        assert status == 200
+        compacted = running.fake.api_requests[1]
+        assert marks(compacted.body) == [(4, 0)]  # the daemon's, on the last entry
+        (session,) = await running.statuses()
+        assert session["entryCount"] == 6
+        assert session["usage"]["calls"] == 2
+    finally:
+        await stop(running, runners)
+    again, runners = await start(tmp_path, lambda body: [{"type": "text", "text": "fine"}])
+    again.proxy.state.compactor.pass_bytes = 0
+    try:
+        status, _, _ = await post(again, "/v1/messages", grown, ANTHROPIC_HEADERS)
+        assert status == 200
+        (seen,) = again.fake.api_requests
+        assert marks(seen.body) == [(4, 0)]
+        assert not again.proxy.state.compactor._ingests
+    finally:
+        await stop(again, runners)

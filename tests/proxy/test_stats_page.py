@@ -4,6 +4,7 @@ the page's headers, and the same Host/Origin rules as its API. No content on the
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -22,6 +23,7 @@ USAGE = {
     "cache_creation": {"ephemeral_5m_input_tokens": 200, "ephemeral_1h_input_tokens": 100},
     "output_tokens": 7,
 }
+CC = {"type": "ephemeral"}
 # Sonnet 4.5's published prices ($ per million): input 3, output 15, cache read 0.30, 5m write
 # 3.75, 1h write 6.
 CALL_COST = (100 * 3 + 1000 * 0.30 + 200 * 3.75 + 100 * 6 + 7 * 15) / 1e6
@@ -47,6 +49,12 @@ async def test_each_call_is_kept_with_what_the_provider_billed(
     (session,) = await running.statuses()
     with ReadOnly(running.storage) as db:  # beside the running proxy
         rows = db.calls()
+    # The first call's bill went to the file with the second call's commit; the last one's
+    # waits for the next commit, or a while: it is in the file once saved.
+    assert [r.billed is not None for r in rows] == [True, False]
+    await running.proxy.state.compactor.saved()
+    with ReadOnly(running.storage) as db:
+        rows = db.calls()
     assert [(r.session_id, r.kind, r.model) for r in rows] == [
         (session["sessionId"], "model", "claude-sonnet-4-5")
     ] * 2
@@ -55,6 +63,51 @@ async def test_each_call_is_kept_with_what_the_provider_billed(
         assert (row.billed.input, row.billed.read, row.billed.write) == (1400, 1000, 300)
         assert (row.billed.write_1h, row.billed.output) == (100, 7)
         assert row.charge.total > 0 and row.off.total >= row.charge.total
+
+
+async def test_a_growing_conversation_has_a_row_per_call_on_every_path(running: Running) -> None:
+    """Its first request goes as it came while the daemon takes it in, the next ones are read
+    from the previous request's bytes: each call is one row with its bill all the same."""
+    running.proxy.state.compactor.pass_bytes = 1  # a conversation not seen goes as it came
+    running.fake.anthropic_usage = dict(USAGE)
+    body = anthropic_body(True)
+    for turn in range(4):
+        status, _, _ = await post(running, "/v1/messages", body, ANTHROPIC_HEADERS)
+        assert status == 200
+        body["messages"][-1]["content"][-1].pop("cache_control")
+        body["messages"] += [
+            {"role": "assistant", "content": [{"type": "text", "text": f"answer {turn}"}]},
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": f"go on {turn}", "cache_control": CC}],
+            },
+        ]
+    assert (running.proxy.state.unchanged, running.proxy.state.compacted) == (1, 3)
+    await running.proxy.state.compactor.saved()
+    (session,) = await running.statuses()
+    with ReadOnly(running.storage) as db:
+        rows = db.calls()
+    assert [(r.session_id, r.kind) for r in rows] == [(session["sessionId"], "model")] * 4
+    for row in rows:
+        assert row.billed is not None and row.charge is not None
+        assert (row.billed.input, row.billed.write_1h) == (1400, 100)
+
+
+async def test_a_calls_bill_reaches_the_file_without_another_request(running: Running) -> None:
+    """The proxy saves a call's usage with the next commit; when none comes, on its own a
+    moment later (here at once), so ``hdcontext stats`` in another process sees it."""
+    running.proxy.state.compactor.save_after_s = 0.0
+    running.fake.anthropic_usage = dict(USAGE)
+    status, _, _ = await post(running, "/v1/messages", anthropic_body(), ANTHROPIC_HEADERS)
+    assert status == 200
+    for _ in range(200):  # a bound, not a timing: the save is one small commit
+        with ReadOnly(running.storage) as db:
+            rows = db.calls()
+        if rows and rows[0].billed is not None:
+            break
+        await asyncio.sleep(0.05)
+    assert len(rows) == 1 and rows[0].billed is not None
+    assert (rows[0].billed.input, rows[0].billed.write_1h) == (1400, 100)
 
 
 async def test_the_page_on_the_proxys_port_shows_its_sessions(running: Running) -> None:

@@ -9,7 +9,8 @@
  * The test picks that model in the picker and chats through it: a read of src/app.py, then a
  * write of it (which makes the read stale), then a retrieve of the pruned read, then a request
  * it cancels. It checks the reply in the panel, what the backend received, the status bar,
- * `@hdcontext /status`, and the cancellation reaching the backend. Screenshots go to
+ * `@hdcontext /status` (with its money line, at prices the test sets for the fake model), the
+ * savings view (*hdcontext: Show Savings*), and the cancellation reaching the backend. Screenshots go to
  * test-artifacts/chat/, with tokens.json: what the backend received through the wrapper and what
  * the agent sent (what it would have received without it).
  */
@@ -29,6 +30,9 @@ import { ARTIFACTS, CodeServerRun, E2E_VSIX, EDITOR_TESTS_SKIPPED, poll, STEP_MS
 
 const FIXTURE_VSIX = path.join(EXTENSION_ROOT, 'out', 'e2e', 'hdcontext-chat-e2e-fixture.vsix');
 const APP = bigFile(150);
+/** The fake backend's model id (chat-fixture/extension.js), and prices for it (dollars per million tokens). */
+const FAKE_MODEL_ID = 'fake-1';
+const FAKE_PRICES = { input: 3, output: 15, cacheRead: 0.3, cacheWrite5m: 3.75 };
 
 describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 60 * 1000 }, () => {
     let run: CodeServerRun;
@@ -57,6 +61,9 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
             machineSettings: { 'hdcontext.server.pythonPath': VENV_PYTHON },
             settings: {
                 'hdcontext.chat.wrapVendors': ['fakebackend'],
+                // The fake model is in no price table: the user's own prices for it, so that the
+                // money line and the savings view show money (a model without them: tokens only).
+                'hdcontext.cache.prices': { [FAKE_MODEL_ID]: FAKE_PRICES },
                 'hdcontextE2E.logFile': logFile,
                 ...(process.env.HDCONTEXT_E2E_TRACE ? { 'hdcontext.trace.server': 'verbose' } : {}),
             },
@@ -144,13 +151,48 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
             });
             run.mark('status shown');
             t.diagnostic(`@hdcontext /status: ${JSON.stringify(text)}`);
+            // The money line: the calls as billed and without hdcontext, at the user's prices.
+            assert.match(text, /Cost: \$\d+\.\d\d as billed for \d+ calls?; without hdcontext \$\d+\.\d\d/);
             t.diagnostic(`status bar: ${JSON.stringify(shown)}`);
             await statusItem.hover();
             const hover = run.page.locator('.monaco-hover, .workbench-hover').filter({ hasText: 'Saved so far' }).first();
             await hover.waitFor({ timeout: 15000 });
-            t.diagnostic(`tooltip: ${JSON.stringify(await hover.innerText())}`);
+            const tip = await hover.innerText();
+            t.diagnostic(`tooltip: ${JSON.stringify(tip)}`);
+            assert.match(tip, /Show savings/, 'the link to the savings view');
             t.diagnostic(`screenshot: ${await run.shot('chat-status.png')}`);
             await run.page.mouse.move(300, 300);
+        });
+    });
+
+    it('"hdcontext: Show Savings": the page of the window\'s conversation in a webview, its totals drawn', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
+        await run.guarded(async () => {
+            await run.runCommand('hdcontext: Show Savings');
+            // A webview is an iframe (the host) holding the page's iframe (#active-frame).
+            const host = run.page.locator('iframe.webview').last();
+            await host.waitFor({ timeout: STEP_MS });
+            const page = host.contentFrame().locator('#active-frame').contentFrame();
+            const cost = page.locator('[data-testid="total-cost"]');
+            await cost.waitFor({ timeout: STEP_MS });
+            const totals = {
+                cost: (await cost.innerText()).trim(),
+                without: (await page.locator('[data-testid="total-without"]').innerText()).trim(),
+                saved: (await page.locator('[data-testid="total-saved"]').innerText()).trim(),
+                calls: (await page.locator('[data-testid="total-calls"]').innerText()).trim(),
+            };
+            run.mark('savings shown');
+            t.diagnostic(`savings view totals: ${JSON.stringify(totals)}`);
+            for (const key of ['cost', 'without', 'saved'] as const) {
+                assert.match(totals[key], /^(-?\$\d[\d,]*\.\d\d|<\$0\.01)$/, `${key}: ${totals[key]}`);
+            }
+            const usageReported = log().filter((l) => l.hop === 'agent-usage').length;
+            assert.ok(Number(totals.calls) >= usageReported && usageReported > 0, `${totals.calls} calls, ${usageReported} usages reported`);
+            const rows = page.locator('#sessions tbody tr');
+            assert.equal(await rows.count(), 1, "the window's one conversation");
+            assert.match(await rows.first().innerText(), /fake-1/);
+            await page.locator('#daily-chart').waitFor({ timeout: STEP_MS });
+            t.diagnostic(`screenshot: ${await run.shot('savings.png')}`);
+            await run.runCommand('View: Close Editor');
         });
     });
 

@@ -5,7 +5,8 @@ import { beforeEach, describe, it } from 'node:test';
 
 import type { Status } from '../../src/protocol';
 import { SHOW_SESSIONS_COMMAND, StatusBar } from '../../src/statusBar';
-import { resetState, state, type ThemeColor } from './vscodeMock';
+import { SHOW_SAVINGS_COMMAND } from '../../src/savings';
+import { MarkdownString, resetState, state, type ThemeColor } from './vscodeMock';
 
 function status(over: Partial<Status> = {}): Status {
     const s: Status = {
@@ -52,6 +53,22 @@ describe('StatusBar', () => {
         assert.match(String(bar.item.tooltip), /Strategy: high-density · compresses at 85% \(170,000 tokens\)/);
         assert.match(String(bar.item.tooltip), /Saved so far: 1,234 tokens/);
         assert.equal(bar.item.backgroundColor, undefined);
+    });
+
+    it('the tooltip links to the savings view, trusted for that command only', () => {
+        const bar = new StatusBar();
+        bar.running();
+        for (const shown of [undefined, status({ sessionId: '[x](command:workbench.action.terminal.new)' })]) {
+            if (shown) {
+                bar.update(shown);
+            }
+            const tip = bar.item.tooltip;
+            assert.ok(tip instanceof MarkdownString);
+            assert.deepEqual(tip.isTrusted, { enabledCommands: [SHOW_SAVINGS_COMMAND] });
+            assert.equal(tip.supportThemeIcons, true);
+            const links = [...tip.value.matchAll(/(?<!\\)\]\((command:[^ )]+)/g)].map((m) => m[1]);
+            assert.deepEqual(links, [`command:${SHOW_SAVINGS_COMMAND}`]);
+        }
     });
 
     it('warning near the threshold, error near the limit, back to normal after compaction', () => {

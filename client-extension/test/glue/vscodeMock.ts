@@ -152,6 +152,68 @@ export class LanguageModelChatMessage {
     }
 }
 
+export class MarkdownString {
+    isTrusted: boolean | { readonly enabledCommands: readonly string[] } | undefined;
+    constructor(
+        public value = '',
+        public supportThemeIcons = false,
+    ) {}
+    toString(): string {
+        return this.value;
+    }
+}
+
+export enum ViewColumn {
+    Active = -1,
+    Beside = -2,
+    One = 1,
+}
+
+/** A webview panel: the html it was given, the messages posted to it. */
+export class FakeWebviewPanel {
+    readonly htmls: string[] = [];
+    readonly posted: unknown[] = [];
+    disposed = false;
+    revealed = 0;
+    private readonly disposeListeners: Array<() => unknown> = [];
+    readonly webview: { cspSource: string; html: string; postMessage(message: unknown): Promise<boolean> };
+    constructor(
+        readonly viewType: string,
+        readonly title: string,
+        readonly column: unknown,
+        readonly options: Record<string, unknown>,
+    ) {
+        const htmls = this.htmls;
+        const posted = this.posted;
+        this.webview = {
+            cspSource: 'vscode-webview://fake',
+            set html(value: string) {
+                htmls.push(value);
+            },
+            get html(): string {
+                return htmls[htmls.length - 1] ?? '';
+            },
+            postMessage(message: unknown) {
+                posted.push(message);
+                return Promise.resolve(true);
+            },
+        };
+    }
+    reveal(): void {
+        this.revealed++;
+    }
+    onDidDispose(listener: () => unknown): Disposable {
+        this.disposeListeners.push(listener);
+        return new Disposable();
+    }
+    dispose(): void {
+        if (!this.disposed) {
+            this.disposed = true;
+            this.disposeListeners.forEach((l) => l());
+        }
+    }
+}
+
 export class FakeStatusBarItem {
     text = '';
     tooltip: unknown = undefined;
@@ -188,6 +250,7 @@ export interface FakeModel {
 /** What the glue did, and what the fake editor answers. */
 export const state = {
     statusItems: [] as FakeStatusBarItem[],
+    panels: [] as FakeWebviewPanel[],
     errors: [] as string[],
     warnings: [] as string[],
     infos: [] as string[],
@@ -220,6 +283,7 @@ export const state = {
 
 export function resetState(): void {
     state.statusItems = [];
+    state.panels = [];
     state.errors = [];
     state.warnings = [];
     state.infos = [];
@@ -284,6 +348,8 @@ export const vscodeMock = {
     CancellationTokenSource,
     Uri,
     ThemeIcon,
+    MarkdownString,
+    ViewColumn,
     LanguageModelChatMessage,
     LanguageModelChatMessageRole,
     LanguageModelTextPart,
@@ -293,6 +359,11 @@ export const vscodeMock = {
     LanguageModelPromptTsxPart,
     LanguageModelToolResult,
     window: {
+        createWebviewPanel(viewType: string, title: string, column: unknown, options: Record<string, unknown>) {
+            const panel = new FakeWebviewPanel(viewType, title, column, options);
+            state.panels.push(panel);
+            return panel;
+        },
         createStatusBarItem(id: string, alignment: StatusBarAlignment, priority: number) {
             const item = new FakeStatusBarItem(id, alignment, priority);
             state.statusItems.push(item);

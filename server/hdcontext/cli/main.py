@@ -249,6 +249,23 @@ def _parser() -> argparse.ArgumentParser:
         "200,000): set it to the model's window, or compression starts early",
     )
     proxy.add_argument(
+        "--cache-ttl",
+        choices=["auto", "5m", "1h"],
+        default="auto",
+        help="the lifetime the proxy asks for Anthropic's prompt cache entries (cache.ttl): "
+        "auto (default) lets each breakpoint live an hour where the session's pauses make "
+        "that cheaper than a rewrite, five minutes elsewhere; 5m asks the provider's default; "
+        "1h an hour everywhere. A lifetime the agent asked itself is never shortened",
+    )
+    proxy.add_argument(
+        "--keep-warm",
+        action="store_true",
+        help="make refresh calls (cache.refresh): when a pause goes on and one small call "
+        "before the prompt cache expires costs less than rewriting it after, the proxy makes "
+        "it, with the key of the session's last request (held in memory only). Off by "
+        "default: these are calls you did not make, billed to your key",
+    )
+    proxy.add_argument(
         "--retention-days",
         type=retention_days,
         default=DEFAULT_DAYS,
@@ -567,6 +584,8 @@ def proxy_main(args: argparse.Namespace) -> int:
         bound_s=args.bound_seconds,
         context_limit=args.context_limit,
         retention=Retention(args.retention_days),
+        cache_ttl=args.cache_ttl,
+        keep_warm=args.keep_warm,
     )
 
 

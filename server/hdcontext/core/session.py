@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .cache.ledger import CallBill
+from .cache.prices import binds_thinking
 from .cache.pricing import Pricing, pricing_for
 from .cache.prompt_cache import Call, Placed, PromptCache
 from .cache.refresh import REFRESH_PLAIN_TOKENS, long_pays, next_refresh
@@ -44,7 +45,7 @@ from .content import (
 from .density.edits import Edit, result_of
 from .density.engine import DensityEngine
 from .density.masking import masked_weight
-from .density.types import DensityConfig, FileWrite
+from .density.types import DensityConfig, DensityResult, FileWrite
 from .history import History, HistorySnapshot, Prepared
 from .replies import (
     CacheReport,
@@ -61,6 +62,7 @@ from .settings import Resolved, Settings, resolve, validate
 from .state import CacheState, ReplyMark, SessionState
 from .stored import Blob, Entries
 from .sync import Lineage
+from .thinking import compression_waits, first_change, keeps, latest_turn, unbound, waits
 from .todos import latest_todo_write
 
 
@@ -198,6 +200,9 @@ class Session:
         # costs what it adds (it catches up through the history's journal).
         self._density = DensityEngine()
         self._cache = CacheState()
+        self._told_waiting: Waiting = "unknown"
+        """What the client said the last call's answer waits on, when it appends no answer
+        (the proxy: the answer's stop reason). Not stored: a restart forgets it."""
         self._savings = Savings()  # what each waiting edit saves, counted once
         self._lineage = Lineage()  # the conversation as history/sync last saw it
         self._calls: list[CallEvent] = []  # noted since the edge last saved them
@@ -469,6 +474,11 @@ class Session:
         applied = [c.edit for c in chosen.apply]
         masked, masked_tokens = masked_weight(applied, self._entry, history.count)
         result = result_of(applied, history.position, self._entry)
+        if not result.is_empty and binds_thinking(self.model):
+            # The thinking after the first edited entry is bound to what the edits change.
+            e = min((*result.removals, *result.replacements))
+            stripped = unbound(history.raw_json, e, set(result.removals), result.replacements)
+            result = DensityResult(result.removals, stripped, result.metadata)
         if not result.is_empty:  # REQ-HD-002.4 / 002.5
             history.apply_density_result(result)
             self.version += 1
@@ -529,20 +539,52 @@ class Session:
 
         def schedule(edits: list[Edit]) -> Plan:
             if r.values.schedule == "every-turn":
-                return everything([Candidate(e, 0, 0) for e in edits])
-            # An edit that takes nothing out (a pointer as long as what it replaces) would
-            # only break the cache, unless it tells the model something.
-            candidates = [
-                c
-                for c in self._savings.candidates(edits, self.history, self._entry)
-                if c.saving > 0 or c.edit.informs
-            ]
-            return self._cache.prompt.choose(call, candidates, all_now)
+                listed = [Candidate(e, 0, 0) for e in edits]
+            else:
+                # An edit that takes nothing out (a pointer as long as what it replaces) would
+                # only break the cache, unless it tells the model something.
+                listed = [
+                    c
+                    for c in self._savings.candidates(edits, self.history, self._entry)
+                    if c.saving > 0 or c.edit.informs
+                ]
+            held = self._held(listed)
+            ready = [c for c in listed if id(c) not in held]
+            if r.values.schedule == "every-turn":
+                chosen = everything(ready)
+            else:
+                chosen = self._cache.prompt.choose(call, ready, all_now)
+            return Plan(chosen.apply, chosen.wait + tuple(c for c in listed if id(c) in held))
 
         return schedule
 
+    def _held(self, candidates: Sequence[Candidate]) -> set[int]:
+        """The candidates (by ``id``) that wait while the model's latest message goes on
+        calling tools: those that touch it, and, when its thinking is bound to what comes
+        before it, those that start before it (``thinking.py``)."""
+        history = self.history
+        turn = latest_turn(history.raw_json)
+        if turn is None or not turn.calls:
+            return set()
+        bound = binds_thinking(self.model)
+        held: set[int] = set()
+        for c in candidates:
+            positions = {p for k in c.edit.keys if (p := history.position(k)) is not None}
+            if waits(positions, turn, bound):
+                held.add(id(c))
+        return held
+
     async def _compress(self, strategy: CompressionStrategy, r: Resolved) -> CompressionReport:
         before = self.history.total_tokens
+        turn = latest_turn(self.history.raw_json)
+        bound = binds_thinking(self.model)
+        if compression_waits(turn, bound):  # thinking.py, rule 1: it waits for the turn's end
+            return CompressionReport(
+                strategy=strategy.name,
+                tokens_before=before,
+                tokens_after=before,
+                transcript_path=None,
+            )
         llm = strategy.requires_llm
         transcript_path: str | None = None
         if llm and self._export_transcript is not None:
@@ -568,8 +610,14 @@ class Session:
             summarizer=summarize if summarizer is not None else None,
         )
         result = await strategy.compress(context)
-        if list(result.new_history) != current:
-            self.history.replace_all(result.new_history, parsed=current)
+        new = list(result.new_history)
+        if new != current and keeps(turn, current, new):
+            self.history.replace_all(new, parsed=current)
+            changed = first_change(current, new) if bound else None
+            if changed is not None:  # the turns kept after what changed lose their thinking
+                stripped = unbound(self.history.raw_json, changed)
+                if stripped:
+                    self.history.apply_density_result(DensityResult((), stripped))
             self.version += 1
         after = self.history.total_tokens
         self.saved_tokens += before - after
@@ -626,7 +674,7 @@ class Session:
                 extra, chosen = self._optimize(r, self._scheduler(r, call, True))
                 density = _merge_density(density, extra)
                 applied += chosen.apply
-                waiting = ()
+                waiting = chosen.wait  # only what thinking.py holds: the rest applied
                 steps.append(Step("emergency-optimize", extra.tokens_before, extra.tokens_after))
             again = await self._compress(strategy, r)
             compression = _merge_compression(compression, again)
@@ -635,6 +683,19 @@ class Session:
         over = history.total_tokens + pending > limit
         outcome = _Outcome(len(applied), waiting, density, compression, over, tuple(steps))
         return self._reply(at, r, pricing, warm, outcome)
+
+    def passed(self, at: int | None = None) -> CompactResult:
+        """The call went to the provider with the history as it is, nothing applied (the
+        proxy forwarded a conversation it had not seen as it came, and took it in
+        meanwhile): the prompt cache is told of the call as of a compaction's reply, so the
+        next compaction, which finds every edit still to propose (``dirty`` stays), weighs
+        them against what the provider now holds instead of a cold cache."""
+        at = self._clock() if at is None else at
+        r = self.resolved()
+        pricing = pricing_for(r.values, self.model)
+        warm = self._cache.prompt.warm(self._call(r, pricing, at))
+        over = self.history.total_tokens > r.values.context_limit
+        return self._reply(at, r, pricing, warm, _Outcome(0, (), None, None, over, ()))
 
     def _reply(
         self, at: int, r: Resolved, pricing: Pricing, warm: bool, outcome: _Outcome
@@ -676,6 +737,7 @@ class Session:
             expected=_expected(bill),
         )
         history.mark_stable()
+        self._told_waiting = "unknown"  # a new call: what ended the last one is past
         self._note_call(bill, refresh=False)
         report = CacheReport(
             pricing=pricing.name,
@@ -843,13 +905,19 @@ class Session:
             bill=bill,
         )
 
+    def note_waiting(self, waiting: Waiting) -> None:
+        """The last call's answer, as a client that does not append it saw it end: calling
+        a tool (``tool``) or answering (``person``). A refresh decision uses it."""
+        self._told_waiting = waiting
+
     def _waiting(self) -> Waiting:
         """What the idle session waits on, from what the client appended since the last call:
-        the model's answer calling a tool (``tool``), or answering (``person``)."""
+        the model's answer calling a tool (``tool``), or answering (``person``); else what the
+        client said of it (``note_waiting``)."""
         history = self.history
         since = self._cache.reply.raw_len
         if len(history.raw) <= since:
-            return "unknown"
+            return self._told_waiting
         entry = history.raw[-1]
         if entry.speaker != "ai":
             return "unknown"

@@ -51,7 +51,13 @@ CHUNK_CHARS = 8192
 
 @lru_cache(maxsize=1)
 def encoding() -> tiktoken.Encoding:
-    return tiktoken.get_encoding(ENCODING_NAME)
+    enc = tiktoken.get_encoding(ENCODING_NAME)
+    # The merges as a Python dict (100,000 byte strings: 14 MiB resident) are what the
+    # encoder was built from; it holds its own copy, and counting never reads this one
+    # (tiktoken keeps it to pickle an Encoding, which nothing here does).
+    if isinstance(getattr(enc, "_mergeable_ranks", None), dict):
+        enc._mergeable_ranks = {}
+    return enc
 
 
 def count_text(text: str) -> int:

@@ -110,9 +110,27 @@ class Turn:
     parts: tuple[Part, ...]
 
 
-def turn_problems(turns: Sequence[Turn]) -> list[Problem]:
-    """Every rule each turn breaks, by turn."""
-    return sorted(_Checker().run(turns).problems, key=lambda p: p.index)
+def turn_problems(
+    turns: Sequence[Turn], calls_before: Iterable[str] = (), offset: int = 0
+) -> list[Problem]:
+    """Every rule each turn breaks, by turn.
+
+    With ``calls_before``, the turns are the rest of a longer sequence whose first ``offset``
+    turns made these calls and are the first turns of a sequence found valid, there followed
+    by an assistant turn or by nothing: the problems are those a check of the whole would
+    find, indexed as in the whole. Such a prefix has answered every call it made, once each
+    (its calls were closed by that assistant turn, or by the end), so its calls are all that
+    is left of it for the rules; a conversation that grows by a turn is then checked for that
+    turn, not again from its start.
+    """
+    checker = _Checker(calls=set(calls_before))
+    checker.answered = set(checker.calls)
+    return sorted(checker.run(turns, offset).problems, key=lambda p: p.index)
+
+
+def turn_calls(turn: Turn) -> tuple[str, ...]:
+    """The call ids a turn makes (what ``turn_problems`` needs of a prefix)."""
+    return tuple(p.key for p in turn.parts if p.kind == "call")
 
 
 @dataclass
@@ -124,8 +142,8 @@ class _Checker:
     last_model: int = -1
     leading: bool = False  # still in the results that must open the answer to last_model
 
-    def run(self, turns: Sequence[Turn]) -> _Checker:
-        for index, turn in enumerate(turns):
+    def run(self, turns: Sequence[Turn], offset: int = 0) -> _Checker:
+        for index, turn in enumerate(turns, offset):
             if not turn.parts:
                 self._add("empty_message", index)
             if turn.role == "assistant":
@@ -390,24 +408,36 @@ def openai_turns(payload: object) -> list[Turn]:
     for message in _messages(payload, "messages"):
         if not isinstance(message, Mapping):
             continue
-        role = message.get("role")
-        if role in ("system", "developer") and not turns:
+        if message.get("role") in OPENAI_PROMPT_ROLES and not turns:
             continue
-        if role == "tool":
-            turns.append(Turn("user", (Part("response", str(message.get("tool_call_id"))),)))
-            continue
-        parts = list(_openai_content(message.get("content")))
-        reasoning = message.get("reasoning_content")
-        if isinstance(reasoning, str) and reasoning:
-            parts.append(Part("other"))  # DeepSeek's and vLLM's field: content of its own
-        if role == "assistant":
-            for call in message.get("tool_calls") or []:
-                call_id = call.get("id") if isinstance(call, Mapping) else None
-                parts.append(Part("call", str(call_id)))
-            turns.append(Turn("assistant", tuple(parts)))
-        else:
-            turns.append(Turn("user", tuple(parts)))
+        turn = openai_turn(message)
+        if turn is not None:
+            turns.append(turn)
     return turns
+
+
+OPENAI_PROMPT_ROLES = frozenset({"system", "developer"})
+"""Roles whose messages, before any other, are the prompt and not turns (``openai_turns``)."""
+
+
+def openai_turn(message: object) -> Turn | None:
+    """One chat-completions message as a turn (a system message counts as a user-side one:
+    ``openai_turns`` leaves out the leading ones); ``None`` for what is not a message."""
+    if not isinstance(message, Mapping):
+        return None
+    role = message.get("role")
+    if role == "tool":
+        return Turn("user", (Part("response", str(message.get("tool_call_id"))),))
+    parts = list(_openai_content(message.get("content")))
+    reasoning = message.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning:
+        parts.append(Part("other"))  # DeepSeek's and vLLM's field: content of its own
+    if role == "assistant":
+        for call in message.get("tool_calls") or []:
+            call_id = call.get("id") if isinstance(call, Mapping) else None
+            parts.append(Part("call", str(call_id)))
+        return Turn("assistant", tuple(parts))
+    return Turn("user", tuple(parts))
 
 
 def _openai_content(content: object) -> Iterable[Part]:
@@ -428,26 +458,32 @@ def anthropic_turns(payload: object) -> list[Turn]:
     taken in the order written: Anthropic wants them before any text."""
     turns: list[Turn] = []
     for message in _messages(payload, "messages"):
-        if not isinstance(message, Mapping):
-            continue
-        role: Role = "assistant" if message.get("role") == "assistant" else "user"
-        content = message.get("content")
-        if isinstance(content, str):
-            turns.append(Turn(role, (_text_part(content),)))
-            continue
-        parts: list[Part] = []
-        for block in content if isinstance(content, list) else []:
-            kind = block.get("type") if isinstance(block, Mapping) else None
-            if kind == "text":
-                parts.append(_text_part(block.get("text")))
-            elif kind == "tool_use":
-                parts.append(Part("call", str(block.get("id"))))
-            elif kind == "tool_result":
-                parts.append(Part("response", str(block.get("tool_use_id"))))
-            else:
-                parts.append(Part("other"))
-        turns.append(Turn(role, tuple(parts)))
+        turn = anthropic_turn(message)
+        if turn is not None:
+            turns.append(turn)
     return turns
+
+
+def anthropic_turn(message: object) -> Turn | None:
+    """One Messages API message as a turn; ``None`` for what is not a message."""
+    if not isinstance(message, Mapping):
+        return None
+    role: Role = "assistant" if message.get("role") == "assistant" else "user"
+    content = message.get("content")
+    if isinstance(content, str):
+        return Turn(role, (_text_part(content),))
+    parts: list[Part] = []
+    for block in content if isinstance(content, list) else []:
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        if kind == "text":
+            parts.append(_text_part(block.get("text")))
+        elif kind == "tool_use":
+            parts.append(Part("call", str(block.get("id"))))
+        elif kind == "tool_result":
+            parts.append(Part("response", str(block.get("tool_use_id"))))
+        else:
+            parts.append(Part("other"))
+    return Turn(role, tuple(parts))
 
 
 def gemini_turns(payload: object) -> list[Turn]:

@@ -97,6 +97,11 @@ class ModelPrice:
     note: str = ""
     unverified: tuple[str, ...] = ()
     """Fields no provider page gave: their value is the stated assumption of ``note``."""
+    bound_thinking: bool = False
+    """Whether the model runs Anthropic's prefix check on the thinking blocks sent back to it
+    ("preserved thinking"): a block whose prefix (system, tools, every earlier message) changed
+    after the model wrote it is refused (400) or dropped. The models the check's page lists
+    (``PREFIX_CHECKS``); ``core/thinking.py`` says what hdcontext does about it."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,12 @@ _A_PRICING = "https://platform.claude.com/docs/en/about-claude/pricing"
 _A_CACHING = "https://platform.claude.com/docs/en/build-with-claude/prompt-caching"
 _A_DOCS_PRICING = "https://docs.anthropic.com/en/docs/about-claude/pricing"
 _A_MODELS = "https://platform.claude.com/docs/{lang}/models/{slug}/overview"
+PREFIX_CHECKS = (
+    "https://platform.claude.com/docs/en/build-with-claude/preserved-thinking/prefix-checks"
+)
+"""The page that lists the models with preserved thinking (its ``supportedModels``:
+claude-fable-5-2, claude-mythos-5-2, claude-fable-5-1, claude-mythos-5-1, claude-opus-5-5,
+claude-sonnet-5-5, claude-haiku-5-5): the rows with ``bound_thinking``."""
 _O_PRICING = "https://developers.openai.com/api/docs/pricing"
 _O_CACHING = "https://developers.openai.com/api/docs/guides/prompt-caching"
 _O_MODEL = "https://developers.openai.com/api/docs/models/{model}"
@@ -153,6 +164,7 @@ def _claude(
     long: LongPrompt | None = None,
     note: str = "",
     unverified: tuple[str, ...] = (),
+    bound_thinking: bool = False,
 ) -> ModelPrice:
     """A Claude row; ``prices``: input, output, cache read, 5-minute write, 1-hour write."""
     input_, output, read, write_5m, write_1h = prices
@@ -177,6 +189,7 @@ def _claude(
         long=long,
         note=note,
         unverified=unverified,
+        bound_thinking=bound_thinking,
     )
 
 
@@ -272,6 +285,7 @@ ANTHROPIC_ROWS: tuple[ModelPrice, ...] = (
         "applies to every account: a request in which anything before a Fable 5.2 thinking block "
         "changed is refused (400) unless prefix_mismatch_behavior is set.",
         unverified=("min_prefix",),
+        bound_thinking=True,
     ),
     _claude(
         "claude-fable-5-1",
@@ -281,6 +295,7 @@ ANTHROPIC_ROWS: tuple[ModelPrice, ...] = (
         aliases=("claude-mythos-5-1",),
         note="Mythos 5.1 (limited availability) is billed the same. Reads 0.025x. The prefix "
         "check refuses edited earlier turns on accounts created on or after 2026-08-31.",
+        bound_thinking=True,
     ),
     _claude(
         "claude-fable-5",
@@ -296,6 +311,7 @@ ANTHROPIC_ROWS: tuple[ModelPrice, ...] = (
         512,
         _A_MODELS.format(lang="zh-CN", slug="opus-5-5"),
         note="Reads 0.05x. Fast mode ($8/$40) is not modelled.",
+        bound_thinking=True,
     ),
     _claude(
         "claude-opus-5",
@@ -311,6 +327,7 @@ ANTHROPIC_ROWS: tuple[ModelPrice, ...] = (
         _A_MODELS.format(lang="zh-CN", slug="sonnet-5-5"),
         note="Reads 0.05x since Anthropic cut them from $0.20 on 2026-10-07; the overview copy "
         "read still showed $0.20, the cut is from dated transcriptions of the pricing page.",
+        bound_thinking=True,
     ),
     _claude(
         "claude-sonnet-5",
@@ -329,6 +346,7 @@ ANTHROPIC_ROWS: tuple[ModelPrice, ...] = (
         "writes) over 100,000 tokens pays the higher prices on every token. No page names its "
         "minimum cacheable prefix; 4,096 assumed.",
         unverified=("min_prefix",),
+        bound_thinking=True,
     ),
     _claude("claude-opus-4-8", _OPUS_4_5_TO_5, 1024, _A_PRICING),
     _claude(
@@ -645,6 +663,16 @@ def lookup(model: str | None) -> Lookup:
     if fallback is None:
         return Lookup(None, "unpriced")
     return Lookup(_BY_NAME[fallback], "fallback")
+
+
+def binds_thinking(model: str | None) -> bool:
+    """Whether ``model`` checks the prefix of the thinking blocks sent back to it, as its row
+    (``lookup``) says. A Claude model the table does not know takes its provider's fallback
+    row, which does: every Claude model since Fable 5.1 does, and a wrongly bound model only
+    loses some savings, where a wrongly unbound one gets its requests refused. So does a session
+    that never named its model (``provider_of`` takes an unknown name for Anthropic's)."""
+    row = lookup(model).row
+    return row is not None and row.bound_thinking
 
 
 # -- derived ---------------------------------------------------------------------------------------

@@ -2,8 +2,9 @@
 
 The LSP transport cuts out of a resent body the entries its connection sent before, and hands
 the daemon a ``Conversation`` of the new entries and the known ones' digests (lsp/resent.py);
-the proxy hands it one whose digests are made already, most of them at the previous request
-(proxy/compactor.py). Any other list is a ``Conversation`` with nothing known.
+the proxy hands it one whose digests are made already, most of them at the previous request,
+and whose new entries are IContent already (proxy/compactor.py). Any other list is a
+``Conversation`` with nothing known.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from pydantic_core import from_json
 
+from ...core.content import IContent
 from ...core.sync import entry_digest
 
 
@@ -76,6 +78,12 @@ class Conversation(list[Any]):
         assert self._known is not None
         earlier: list[Any] = from_json(bytes(self._known.head) + b"]")
         return earlier[start:] + list(self)
+
+    def entries_from(self, start: int) -> list[IContent] | None:
+        """Entries ``start`` and after as IContent, when the sender holds them so already
+        (the proxy, which read them from a provider's format): the daemon's bulk path, with
+        nothing encoded, parsed and validated again. ``None``: read ``raw_from``."""
+        return None
 
     def settle(self, digests: Sequence[bytes]) -> None:
         """The sync succeeded with these digests (``digests()``): keep the record."""

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import traceback
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from ...core.cache.rhythm import Waiting
 from ...core.compression.types import CompressionError, SummarizerError
 from ...core.content import Block, IContent, entries_json
 from ...core.replies import Status, SyncReply
@@ -29,10 +31,11 @@ from ...core.session import (
     Session,
     SessionSummarizer,
     SyncOutcome,
+    UsageCheck,
 )
 from ...core.settings import FIELDS, SettingError, resolve
 from ...core.stored import Entries
-from ..storage.store import Store
+from ..storage.store import Store, StoreError
 from . import memory
 from .conversation import conversation as resent_conversation
 from .ide_settings import IdeSettings
@@ -49,6 +52,7 @@ from .wire import (
     OpenParams,
     RefreshParams,
     RetrieveParams,
+    SavingsParams,
     SessionParams,
     SetOverrideParams,
     SyncParams,
@@ -61,6 +65,7 @@ from .wire import (
     parse_entries_param,
     parse_params,
     parse_todos_param,
+    storage_unusable,
     summarizer_failed,
     unknown_call,
     unknown_session,
@@ -71,6 +76,8 @@ log = logging.getLogger(__name__)
 TOKENS_NOTIFICATION = "history/tokens"
 SETTINGS_WAIT_S = 10.0
 """How long a request waits for a settings pull in flight before using what it has."""
+INLINE_ENTRIES = 16
+"""``sync_compact`` digests and counts up to this many new entries on the event loop."""
 
 R = TypeVar("R")
 
@@ -115,6 +122,7 @@ class Daemon:
         self._settings_pull: asyncio.Future[None] | None = None
         self._prompt = load_compression_prompt(storage_dir)
         self._large: set[str] = set()  # sessions whose next compaction follows a large append
+        self._noted: set[str] = set()  # sessions whose usage no commit has saved yet
         self._without_retrieve: set[str] = set()
         self.retention = retention
         """How long idle sessions are kept (``None``: the daemon deletes none by itself)."""
@@ -260,7 +268,12 @@ class Daemon:
         async with self.registry.lock(p.session_id):
             session = await self.registry.find(p.session_id)
             held = session.sync_point(digests) if session is not None else 0
-            new = parse_entries_from(conversation.raw_from(held), held)
+            given = conversation.entries_from(held)
+            new = (
+                given
+                if given is not None
+                else parse_entries_from(conversation.raw_from(held), held)
+            )
             if session is None:
                 session = await self._open(p.session_id, None, None)
             prepared = await asyncio.to_thread(session.prepare, new)
@@ -290,6 +303,106 @@ class Daemon:
         await self.update_watcher()
         return SyncReply(**reply, appended=outcome.appended, forked_at=outcome.forked_at).to_wire()
 
+    async def sync_compact(
+        self, raw: object, at: int | None = None, overrides: Mapping[str, object] | None = None
+    ) -> CompactResult:
+        """``history/sync`` then ``history/compact`` as one request: one lock, one commit
+        (one write to the disk where the two make two), the typed result. What the proxy
+        does for each request it carries; all or nothing, like each of the two.
+        ``overrides``: the session's overrides the request itself says (an agent that asks
+        its prompt cache an hour makes its session ``cache.ttl: 1h``), set before the compact
+        (a wrong one raises SettingError, and nothing is changed)."""
+        return await self._sync_then(raw, lambda session: session.compact(0, at), overrides)
+
+    async def sync_passed(self, raw: object, at: int | None = None) -> CompactResult:
+        """``history/sync``, then the call told to the session as sent with the history as
+        it is (``Session.passed``): one lock, one commit. The proxy's way to take in a
+        conversation it forwarded as it came (one it had not seen): the bulk path, off the
+        request's way, and the session's indexes built for the next request."""
+
+        async def passed(session: Session) -> CompactResult:
+            return session.passed(at)
+
+        return await self._sync_then(raw, passed)
+
+    async def knows(self, session_id: str) -> bool:
+        """Whether the session is loaded or stored (without loading it)."""
+        return session_id in self.registry.loaded_ids() or await self.store.exists(session_id)
+
+    async def _sync_then(
+        self,
+        raw: object,
+        then: Callable[[Session], Awaitable[CompactResult]],
+        overrides: Mapping[str, object] | None = None,
+    ) -> CompactResult:
+        """A sync and ``then`` in one commit. What is small is done on the event loop: the
+        digests a ``Conversation`` holds made already, a handful of new entries counted (a
+        hand-off to a thread costs more)."""
+        conversation = resent_conversation(raw)
+        p = parse_params(SyncParams, raw)
+        if len(conversation) <= INLINE_ENTRIES:
+            digests = conversation.digests()
+        else:
+            digests = await asyncio.to_thread(conversation.digests)
+        async with self.registry.lock(p.session_id):
+            session = await self.registry.find(p.session_id)
+            held = session.sync_point(digests) if session is not None else 0
+            given = conversation.entries_from(held)
+            new = (
+                given
+                if given is not None
+                else parse_entries_from(conversation.raw_from(held), held)
+            )
+            if session is None:
+                session = await self._open(p.session_id, None, None)
+            if len(new) <= INLINE_ENTRIES:
+                prepared = session.prepare(new)
+            else:
+                prepared = await asyncio.to_thread(session.prepare, new)
+
+            outcome: list[SyncOutcome] = []  # for the DEBUG line
+
+            async def change() -> CompactResult:
+                if p.model:
+                    session.model = p.model
+                if p.context_limit is not None:
+                    session.set_override("contextLimit", p.context_limit)
+                for key, value in (overrides or {}).items():
+                    if session.overrides.get(key) != value:
+                        session.set_override(key, value)
+                outcome.append(session.sync(held, digests, prepared))
+                # After the sync: the reads it appended are settled too, as a compact's are.
+                await self._settle_disk(session)
+                return await then(session)
+
+            try:
+                result = await self.registry.commit(
+                    session, change, cancellable=True, model=p.model
+                )
+            except SummarizerError as err:
+                raise summarizer_failed(str(err)) from None
+            except CompressionError as err:
+                provider = session.resolved().values.summarizer_provider
+                raise summarizer_failed(f"summarizer '{provider}' failed: {err}") from None
+            self._noted.discard(p.session_id)  # saved with this commit
+            conversation.settle(digests)
+            self._notify(session, result.status)
+        if log.isEnabledFor(logging.DEBUG):
+            synced = outcome[0]
+            log.debug(
+                "sync %s: %d entries sent, %d held already, %d appended, %s",
+                p.session_id,
+                len(digests),
+                held,
+                synced.appended,
+                "no fork" if synced.forked_at is None else f"forked at {synced.forked_at}",
+            )
+            log.debug("compact %s: %s", p.session_id, _decided(result))
+        if len(new) >= memory.LARGE_APPEND:
+            memory.release()
+        await self.update_watcher()
+        return result
+
     async def _open(self, session_id: str, model: str | None, limit: int | None) -> Session:
         overrides: dict[str, object] = {} if limit is None else {"contextLimit": limit}
         try:
@@ -297,41 +410,72 @@ class Daemon:
         except SettingError as err:
             raise invalid_params([f"contextLimit: {err}"]) from None
 
-    async def usage(self, raw: object, *, write_1h_tokens: int | None = None) -> dict[str, Any]:
+    async def usage(
+        self,
+        raw: object,
+        *,
+        write_1h_tokens: int | None = None,
+        waiting: Waiting = "unknown",
+    ) -> dict[str, Any]:
         """``history/usage``. ``write_1h_tokens``: of the cache writes, those made for an
         hour, from an edge that read them in the provider's answer (the proxy); not on the
-        wire, whose ``cacheWriteTokens`` has no lifetime."""
+        wire, whose ``cacheWriteTokens`` has no lifetime. ``waiting``: what the answer left
+        the session waiting on, from how it ended (the proxy appends no answer)."""
         p = parse_params(UsageParams, raw)
         async with self.registry.lock(p.session_id):
             session = await self.registry.get(p.session_id)
+            if waiting != "unknown":
+                session.note_waiting(waiting)
             check = await self.registry.commit(
-                session,
-                lambda: session.record_usage(
-                    p.input_tokens,
-                    p.cache_read_tokens,
-                    p.cache_write_tokens,
-                    p.output_tokens,
-                    at=p.at,
-                    write_1h_tokens=write_1h_tokens,
-                ),
+                session, lambda: _record_usage(session, p, write_1h_tokens)
             )
-            if check is not None and check.off:
-                # Counts only: a price model that does not fit the provider should show.
-                log.info(
-                    "session %s: the provider read %d of %d input tokens from its cache, "
-                    "where %d of %d were expected",
-                    p.session_id,
-                    check.billed_read,
-                    check.billed_tokens,
-                    check.expected_read,
-                    check.expected_tokens,
-                )
+            _log_check(p.session_id, check)
             self._notify(session)
             return session.status().to_wire()
+
+    async def note_usage(
+        self,
+        raw: object,
+        *,
+        write_1h_tokens: int | None = None,
+        waiting: Waiting = "unknown",
+    ) -> dict[str, Any]:
+        """``history/usage`` without a disk write of its own: the figures count at once (the
+        status, the next compaction's schedule) and are saved with the session's next commit
+        (its ``calls`` row too, updated before that commit's own call is added), or by
+        ``save_noted``. The proxy's way: a call's usage is read as its answer ends, and a
+        commit of its own would hold up the conversation's next request (and every other
+        session's, behind it on the store's one thread). A crash loses the last call's
+        figures at most, never an entry. ``waiting`` as for ``usage``."""
+        p = parse_params(UsageParams, raw)
+        async with self.registry.lock(p.session_id):
+            session = await self.registry.get(p.session_id)
+            if waiting != "unknown":
+                session.note_waiting(waiting)
+            _log_check(p.session_id, _record_usage(session, p, write_1h_tokens))
+            self._noted.add(p.session_id)
+            self._notify(session)
+            return session.status().to_wire()
+
+    async def save_noted(self, session_id: str | None = None) -> None:
+        """Save the usage ``note_usage`` counted and no commit has saved yet (of one session,
+        or of all): before a session is unloaded, and before the daemon stops."""
+        for sid in [session_id] if session_id is not None else sorted(self._noted):
+            if sid not in self._noted:
+                continue
+            async with self.registry.lock(sid):
+                self._noted.discard(sid)
+                session = await self.registry.find(sid)
+                if session is not None:
+                    await self.registry.commit(session, lambda: None)
 
     async def refresh(self, raw: object) -> dict[str, Any]:
         """``history/refresh``: what a refresh call sends now (an empty history when none
         pays), billed like a call."""
+        return _compact_reply(await self.refresh_result(raw), "full", None)
+
+    async def refresh_result(self, raw: object) -> CompactResult:
+        """``history/refresh``'s typed result (the proxy's keep-warm makes the call)."""
         p = parse_params(RefreshParams, raw)
         async with self.registry.lock(p.session_id):
             session = await self.registry.get(p.session_id)
@@ -340,7 +484,7 @@ class Daemon:
             except RefreshTooEarly as err:
                 raise invalid_params([str(err)]) from None
             self._notify(session, result.status)
-        return _compact_reply(result, "full", None)
+        return result
 
     async def retrieve(self, raw: object) -> dict[str, Any]:
         p = parse_params(RetrieveParams, raw)
@@ -485,6 +629,40 @@ class Daemon:
         parse_params(ListParams, raw)
         return {"sessions": [s.to_wire() for s in await self.registry.statuses()]}
 
+    async def savings(self, raw: object) -> dict[str, Any]:
+        """``stats/savings``: what the calls of these sessions (of the whole storage folder
+        when none are named) cost and would have cost without hdcontext, as the savings page
+        shows them (``core.stats.page_json``: counts, prices, model names and session ids,
+        never content), and with a ``nonce`` the page itself for the editor's webview.
+
+        Read through the daemon's own store (its thread, its connection: the folder's lock is
+        this daemon's), so a reply sees every commit answered before it; no session is locked
+        or loaded. A named session the folder does not hold is no error (a window may name one
+        deleted meanwhile): it is listed in ``missing`` and adds nothing."""
+        # Imported here: a daemon start does not pay for the savings view until it is asked.
+        from ...core.stats import page_json
+        from ..stats.page import render
+        from ..stats.report import StatsError, of_rows
+
+        p = parse_params(SavingsParams, raw)
+        asked = None if p.sessions is None else list(dict.fromkeys(p.sessions))
+        prices = resolve({}, self.settings.current()).values.cache_prices
+        try:
+            read = await self.store.calls_for_stats(asked)
+            report = await asyncio.to_thread(
+                of_rows, read.calls, read.overrides, read.stored, prices=prices, only=asked
+            )
+        except (StatsError, StoreError) as exc:
+            raise storage_unusable(f"the savings cannot be read: {exc}") from None
+        figures = page_json(report, str(self.storage_dir), None, time.time_ns() // 1_000_000)
+        page = None if p.nonce is None else await asyncio.to_thread(render, figures, nonce=p.nonce)
+        stored = set(read.stored)
+        return {
+            "figures": figures,
+            "html": page,
+            "missing": [] if asked is None else [sid for sid in asked if sid not in stored],
+        }
+
 
 def _compact_reply(result: CompactResult, reply: str, base: str | None) -> dict[str, Any]:
     """``history/compact``'s answer with the history as the client asked: whole, as what
@@ -496,6 +674,33 @@ def _compact_reply(result: CompactResult, reply: str, base: str | None) -> dict[
         held, keep, entries = result.delta(base)
         return {"delta": {"base": held, "keep": keep, "entries": history_json(entries)}, **fields}
     return fields
+
+
+def _record_usage(
+    session: Session, p: UsageParams, write_1h_tokens: int | None
+) -> UsageCheck | None:
+    return session.record_usage(
+        p.input_tokens,
+        p.cache_read_tokens,
+        p.cache_write_tokens,
+        p.output_tokens,
+        at=p.at,
+        write_1h_tokens=write_1h_tokens,
+    )
+
+
+def _log_check(session_id: str, check: UsageCheck | None) -> None:
+    if check is not None and check.off:
+        # Counts only: a price model that does not fit the provider should show.
+        log.info(
+            "session %s: the provider read %d of %d input tokens from its cache, "
+            "where %d of %d were expected",
+            session_id,
+            check.billed_read,
+            check.billed_tokens,
+            check.expected_read,
+            check.expected_tokens,
+        )
 
 
 def _decided(result: CompactResult) -> str:

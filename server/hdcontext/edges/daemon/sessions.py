@@ -89,6 +89,9 @@ class Registry:
     def loaded(self) -> list[Session]:
         return list(self._sessions.values())
 
+    def loaded_ids(self) -> frozenset[str]:
+        return frozenset(self._sessions)
+
     async def find(self, session_id: str) -> Session | None:
         """The session, loaded from the store if need be; ``None`` if it is in neither."""
         return await self._load(session_id)

@@ -131,10 +131,17 @@ def _modified_after(reads: dict[str, int]) -> list[tuple[str, int]]:
     return out
 
 
+INLINE_STATS = 64
+"""Up to this many files are looked at on the event loop: a few ``stat`` calls cost less
+than handing them to a thread (which, on a busy machine, costs milliseconds)."""
+
+
 async def writes_after_reads(reads: dict[str, int]) -> list[tuple[str, int]]:
     """The read files modified after their earliest read, with their modification times."""
     if not reads:
         return []
+    if len(reads) <= INLINE_STATS:
+        return _modified_after(reads)
     return await asyncio.to_thread(_modified_after, reads)
 
 

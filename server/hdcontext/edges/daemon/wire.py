@@ -148,6 +148,21 @@ class ListParams(_Params):
     pass
 
 
+MAX_SAVINGS_SESSIONS = 1000
+"""The most sessions one ``stats/savings`` names (a window holds a handful)."""
+Nonce = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9+/_=-]{16,128}$")]
+"""A content security policy's nonce: base64 (or base64url) of 12 to 96 random bytes, so it
+can stand in the page's ``nonce`` attribute and in the policy as it is."""
+
+
+class SavingsParams(_Params):
+    """``stats/savings``: the figures of these sessions (all the storage when left out), and
+    the page that shows them when a ``nonce`` is given for its script and style."""
+
+    sessions: Annotated[list[SessionId], Field(max_length=MAX_SAVINGS_SESSIONS)] | None = None
+    nonce: Nonce | None = None
+
+
 P = TypeVar("P", bound=_Params)
 
 

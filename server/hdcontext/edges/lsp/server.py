@@ -347,6 +347,9 @@ async def _start_proxy(
         anthropic=options.anthropic_upstream or ANTHROPIC_UPSTREAM,
         openai=options.openai_upstream or OPENAI_UPSTREAM,
         context_limit=options.context_limit,
+        # Refresh calls go out only for sessions whose cache.refresh is on: the user's
+        # setting is the consent (the chat panel's twins turn it off for their sessions).
+        keep_warm=True,
     )
     try:
         await proxy.start("127.0.0.1", options.port)
@@ -524,7 +527,7 @@ async def on_shutdown(ls: HdServer, params: None) -> None:
         await ls.daemon.shutdown()
 
 
-# -- history/* ------------------------------------------------------------------------------------
+# -- history/* and stats/savings ----------------------------------------------------------------
 
 Handler = Callable[[Daemon, object], Awaitable[Any]]
 
@@ -544,6 +547,8 @@ METHODS: dict[str, Handler] = {
     "history/close": Daemon.close,
     "history/delete": Daemon.delete,
     "history/list": Daemon.list,
+    # A daemon addition to PROTOCOL.md (docs/daemon.md): the savings page's figures.
+    "stats/savings": Daemon.savings,
 }
 
 

@@ -7,11 +7,13 @@ messages is the one thing left out on purpose: the daemon places the message bre
 
 Rebuilt, the request is the client's body with only ``messages`` replaced: ``system``, ``tools``,
 ``model`` and every parameter stay as sent, their ``cache_control`` too. The history is
-exported entry by entry (so each entry's messages are known), a user message of tool results
-followed by one of text is joined back into the one message the client sent, and each entry
-``cache.breakpoints`` names gets ``cache_control`` on its last block that may carry one
-(thinking may not). Anthropic takes at most four breakpoints in a request: the client's own in
-``system`` and ``tools`` are counted first, and the daemon's latest ones fill what is left.
+exported entry by entry (so each entry's messages are known); two user or two assistant
+messages in a row become one, as Anthropic reads them (a user message of tool results followed
+by one of text is the one message the client sent, which the importer split; two left in a row
+by pruning are merged the same way); and each entry ``cache.breakpoints`` names gets
+``cache_control`` on its last block that may carry one (thinking may not). Anthropic takes at
+most four breakpoints in a request: the client's own in ``system`` and ``tools`` are counted
+first, and the daemon's latest ones fill what is left.
 """
 
 from __future__ import annotations
@@ -21,17 +23,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...core.content import IContent, Metadata, TextBlock
-from ...core.validity import payload_problems
+from ...core.validity import Turn, anthropic_turn
 from ...formats.conversation import Conversation, entry_role, role_metadata
 from ...formats.exporters import anthropic as exporter
 from ...formats.importers import anthropic_messages as importer
 from ...formats.importers.blocks import entry, text_of_parts, user_entries
-from .api import Unsupported
+from . import marks
+from .api import Shape, Unsupported
 from .usage import Billed, anthropic_billed
-
-CACHE_CONTROL = {"type": "ephemeral"}
-MAX_BREAKPOINTS = 4
-"""Anthropic refuses a request with more ``cache_control`` blocks than this."""
 
 _MESSAGE_KEYS = frozenset({"role", "content"})
 EXTRAS_KEY = "messageExtras"
@@ -91,11 +90,12 @@ def _check_block(block: object, where: str) -> None:
                 raise Unsupported(f"{where}.content[{k}] is not text or an image")
 
 
-def check_messages(messages: list[Any], start: int = 0) -> None:
+def check_messages(messages: Sequence[Any], start: int = 0, offset: int = 0) -> None:
     """Unsupported unless every message from ``start`` on is one the conversion carries
-    whole."""
-    for i in range(start, len(messages)):
-        message = messages[i]
+    whole; ``messages[0]`` is the conversation's message ``offset`` (what a refusal names)."""
+    for k in range(start, len(messages)):
+        message = messages[k]
+        i = offset + k
         if not isinstance(message, Mapping) or message.get("role") not in _ROLES:
             raise Unsupported(f"messages[{i}] is not a user, assistant or system message")
         content = message.get("content")
@@ -142,6 +142,7 @@ def _with_extras(item: IContent, extras: dict[str, Any]) -> IContent:
 
 class AnthropicApi:
     name = "anthropic"
+    prompt_roles: frozenset[str] = frozenset()
 
     def messages(self, body: Mapping[str, Any]) -> list[Any]:
         messages = body.get("messages")
@@ -149,13 +150,16 @@ class AnthropicApi:
             raise Unsupported("no 'messages' list")
         return messages
 
-    def check(self, messages: list[Any], start: int) -> None:
-        check_messages(messages, start)
+    def head(self, messages: Sequence[Any]) -> int:
+        return 0
+
+    def check(self, messages: Sequence[Any], offset: int) -> None:
+        check_messages(messages, 0, offset)
 
     def import_messages(self, messages: list[Any]) -> list[IContent]:
         return from_messages(messages)
 
-    def start(self, body: Mapping[str, Any]) -> object:
+    def start(self, body: Mapping[str, Any], head: Sequence[Any]) -> object:
         system = body.get("system")
         tools = body.get("tools")
         names = (
@@ -165,42 +169,66 @@ class AnthropicApi:
         )
         return {"system": text_of_parts(system) if system is not None else None, "tools": names}
 
-    def export_mode(self, body: Mapping[str, Any]) -> str:
+    def export_mode(self, body: Mapping[str, Any], messages: Sequence[Any], before: str) -> str:
         return ""
 
     def export_entry(self, item: IContent, mode: str) -> list[dict[str, Any]]:
         return _export(item)
 
+    def shape(self, message: Mapping[str, Any]) -> Shape:
+        role = message["role"]
+        kinds = [b.get("type") for b in _blocks(message)]
+        results = sum(1 for k in kinds if k == "tool_result")
+        return Shape(
+            role=role,
+            merges=role in ("user", "assistant") and _MESSAGE_KEYS.issuperset(message),
+            results=results > 0,
+            only_results=0 < results == len(kinds),
+            thinking=any(k in _NO_BREAKPOINT for k in kinds),
+            markable=any(k not in _NO_BREAKPOINT for k in kinds),
+        )
+
+    def turn(self, message: Mapping[str, Any]) -> Turn | None:
+        return anthropic_turn(message)
+
+    def merge(self, first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
+        """Anthropic reads two messages of one role in a row as one: their blocks in order."""
+        return {**first, **second, "content": [*_blocks(first), *_blocks(second)]}
+
     def assemble(
         self,
         body: Mapping[str, Any],
-        exported: Sequence[list[dict[str, Any]]],
+        shapes: Sequence[Shape],
+        last_of: Sequence[int],
         breakpoints: Sequence[int],
-    ) -> dict[str, Any]:
-        messages: list[dict[str, Any]] = []
-        last_of: list[int] = []  # per entry: its last message, or the one before it
-        for produced in exported:
-            for message in produced:
-                if _joins(messages, message):
-                    messages[-1] = _joined(messages[-1], message)
-                else:
-                    messages.append(message)
-            last_of.append(len(messages) - 1)
-        room = MAX_BREAKPOINTS - _own_breakpoints(body)
-        marked: set[int] = set()
-        for index in sorted(set(breakpoints))[::-1]:
-            if len(marked) >= room:
-                break
+        ttls: Sequence[str],
+    ) -> list[tuple[int, str]]:
+        at: list[int] = []
+        lifetimes: list[str] = []
+        for k, index in enumerate(breakpoints):
             if 0 <= index < len(last_of) and last_of[index] >= 0:
-                at = last_of[index]
-                if at not in marked and _mark(messages, at):
-                    marked.add(at)
-        out = dict(body)
-        out["messages"] = messages
-        return out
+                at.append(last_of[index])
+                lifetimes.append(ttls[k] if k < len(ttls) else marks.FIVE_MINUTES)
+        placed = marks.place(
+            marks.read_marks(body),
+            at,
+            lifetimes,
+            len(shapes) - 1,
+            [shape.markable for shape in shapes],
+        )
+        return [(index, ttl) for index, ttl in placed.marks]
 
-    def problems(self, body: Mapping[str, Any]) -> int:
-        return len(payload_problems("anthropic", body))
+    def mark(self, message: Mapping[str, Any], ttl: str) -> dict[str, Any]:
+        messages = [dict(message)]
+        _mark(messages, 0, marks.ONE_HOUR if ttl == marks.ONE_HOUR else marks.FIVE_MINUTES)
+        return messages[0]
+
+    def body_edits(self, body: Mapping[str, Any], marked: Sequence[str]) -> dict[str, Any]:
+        agent = marks.read_marks(body)
+        long = marks.ONE_HOUR in marked or agent.automatic == marks.ONE_HOUR
+        if long and marks.FIVE_MINUTES in agent.head:
+            return marks.lift_head(body)
+        return {}
 
     def billed(self, usage: object) -> Billed | None:
         return anthropic_billed(usage)
@@ -224,37 +252,12 @@ def _blocks(message: Mapping[str, Any]) -> list[Any]:
     return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
 
 
-def _joins(messages: list[dict[str, Any]], message: Mapping[str, Any]) -> bool:
-    """A user message that follows one of tool results only, and holds none itself: the
-    importer split the client's one message in two (results, then the rest)."""
-    if not messages or message["role"] != "user" or messages[-1]["role"] != "user":
-        return False
-    before = messages[-1]["content"]
-    if not isinstance(before, list) or any(b.get("type") != "tool_result" for b in before):
-        return False
-    return not any(b.get("type") == "tool_result" for b in _blocks(message))
-
-
-def _joined(first: dict[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
-    return {**second, "content": [*first["content"], *_blocks(second)]}
-
-
-def _own_breakpoints(body: Mapping[str, Any]) -> int:
-    """The client's ``cache_control`` marks outside the messages (system, tools)."""
-    n = 0
-    for field in ("system", "tools"):
-        value = body.get(field)
-        if isinstance(value, list):
-            n += sum(1 for b in value if isinstance(b, Mapping) and b.get("cache_control"))
-    return n
-
-
-def _mark(messages: list[dict[str, Any]], at: int) -> bool:
+def _mark(messages: list[dict[str, Any]], at: int, ttl: marks.Ttl) -> bool:
     """Put a breakpoint on the last block of ``messages[at]`` that may carry one."""
     blocks = _blocks(messages[at])
     for k in range(len(blocks) - 1, -1, -1):
         if blocks[k].get("type") not in _NO_BREAKPOINT:
-            blocks[k] = {**copy.copy(blocks[k]), "cache_control": dict(CACHE_CONTROL)}
+            blocks[k] = {**copy.copy(blocks[k]), "cache_control": marks.control(ttl)}
             messages[at] = {**messages[at], "content": blocks}
             return True
     return False

@@ -4,15 +4,20 @@
 The pieces are small so that the compactor can skip what it did for the previous request of
 the same conversation: check and import only the messages that are new, export only the
 entries the daemon has not returned before (``export_entry`` is a function of the entry and
-the mode alone), and put the request together (``assemble``) from those pieces.
+the mode alone), describe each exported message once (``shape``, ``turn``), and put the
+request's conversation together from those pieces (``assembly.py``), asking the API only
+where its rules differ: how two messages of one role become one (``merge``), which messages
+carry the daemon's breakpoints (``assemble``) and how one is marked (``mark``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ...core.content import IContent
+from ...core.validity import Turn
 from .usage import Billed
 
 
@@ -22,16 +27,50 @@ class Unsupported(ValueError):
     The message names kinds and places, never content."""
 
 
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """What the assembly needs to know of one message it sends, without reading it again."""
+
+    role: str
+    merges: bool
+    """A user or assistant message with nothing but its role and content: one that may be
+    merged with a neighbour of its role."""
+    results: bool = False
+    """It holds tool results (Anthropic's ``tool_result`` blocks)."""
+    only_results: bool = False
+    """It holds tool results and nothing else."""
+    thinking: bool = False
+    """It carries the model's thinking (a ``thinking`` block, ``reasoning_content``)."""
+    markable: bool = False
+    """It has a part that may carry a cache breakpoint."""
+
+    def joined(self, other: Shape) -> Shape:
+        """The shape of this message merged with the ``other`` that follows it."""
+        return Shape(
+            role=self.role,
+            merges=True,
+            results=self.results or other.results,
+            only_results=self.only_results and other.only_results,
+            thinking=self.thinking or other.thinking,
+            markable=self.markable or other.markable,
+        )
+
+
 class Api(Protocol):
     name: str
     """``anthropic`` or ``openai``: the upstream it goes to, and the session id's prefix."""
 
-    def messages(self, body: Mapping[str, Any]) -> list[Any]:
-        """The conversation part of the request (Unsupported when there is none)."""
+    prompt_roles: frozenset[str]
+    """Roles whose messages, before any other, are the client's prompt and not turns."""
+
+    def head(self, messages: Sequence[Any]) -> int:
+        """How many leading elements of the body's ``messages`` are the client's prompt (they
+        stay as sent); the conversation is what follows."""
         ...
 
-    def check(self, messages: list[Any], start: int) -> None:
-        """Unsupported unless every message from ``start`` on can be carried whole."""
+    def check(self, messages: Sequence[Any], offset: int) -> None:
+        """Unsupported unless every message can be carried whole; ``messages`` are the
+        conversation's from index ``offset`` on (the index messages name)."""
         ...
 
     def import_messages(self, messages: list[Any]) -> list[IContent]:
@@ -39,31 +78,58 @@ class Api(Protocol):
         with an assistant message (each becomes exactly one ``ai`` entry)."""
         ...
 
-    def start(self, body: Mapping[str, Any]) -> object:
+    def start(self, body: Mapping[str, Any], head: Sequence[Any]) -> object:
         """What, besides the first entry, tells one conversation from another (the system
-        prompt, the tools' names): part of the session id."""
+        prompt, the tools' names): part of the session id. ``head`` is the prompt's messages."""
         ...
 
-    def export_mode(self, body: Mapping[str, Any]) -> str:
-        """What of the request changes how an entry is exported ("" when nothing does)."""
+    def export_mode(self, body: Mapping[str, Any], messages: Sequence[Any], before: str) -> str:
+        """What of the request changes how an entry is exported (``""`` when nothing does),
+        from ``messages`` and ``before``, the mode the conversation's earlier messages gave
+        (``""``: none seen)."""
         ...
 
     def export_entry(self, item: IContent, mode: str) -> list[dict[str, Any]]:
         """One entry as the provider's messages."""
         ...
 
+    def shape(self, message: Mapping[str, Any]) -> Shape:
+        """What the assembly needs to know of one exported message."""
+        ...
+
+    def turn(self, message: Mapping[str, Any]) -> Turn | None:
+        """One message as ``core.validity`` reads it (``None``: not a message)."""
+        ...
+
+    def merge(self, first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
+        """Two messages of one role in a row as the one message the provider would read."""
+        ...
+
     def assemble(
         self,
         body: Mapping[str, Any],
-        exported: Sequence[list[dict[str, Any]]],
+        shapes: Sequence[Shape],
+        last_of: Sequence[int],
         breakpoints: Sequence[int],
-    ) -> dict[str, Any]:
-        """The request with the exported entries as its conversation and cache breakpoints on
-        the last block of the entries ``breakpoints`` names; everything else as sent."""
+        ttls: Sequence[str],
+    ) -> list[tuple[int, str]]:
+        """Which of the conversation's messages (``shapes``) carry the cache breakpoints the
+        daemon names on entries (``last_of[i]``: the message entry ``i`` ends in, or the one
+        before it), and each one's lifetime (``ttls``: the daemon's, parallel to
+        ``breakpoints``), the client's own marks outside the conversation counted."""
         ...
 
-    def problems(self, body: Mapping[str, Any]) -> int:
-        """How many provider-validity problems (``core.validity``) a request has."""
+    def mark(self, message: Mapping[str, Any], ttl: str) -> dict[str, Any]:
+        """``message`` with a cache breakpoint of lifetime ``ttl`` on its last part that may
+        carry one."""
+        ...
+
+    def body_edits(self, body: Mapping[str, Any], marked: Sequence[str]) -> dict[str, Any]:
+        """The body's other fields to send otherwise than the client did, given the
+        lifetimes of the marks placed (``marked``): an Anthropic agent's five-minute tools and
+        system marks lifted to an hour when a message mark asks one (else the request breaks
+        the order Anthropic requires), OpenAI's day-long retention where it is free. Empty
+        when nothing changes (what nearly every request gets)."""
         ...
 
     def billed(self, usage: object) -> Billed | None: ...

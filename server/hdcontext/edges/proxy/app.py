@@ -17,22 +17,26 @@ read). Sizes, counts, ids and reasons only: never content, never a header's valu
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
-import orjson
 from aiohttp import web
+from multidict import CIMultiDict
 
+from ...core.session import CompactResult
 from .anthropic import AnthropicApi
 from .api import Api, Unsupported
-from .compactor import Compacted, Compactor, TooSlow, client_name
+from .compactor import Compacted, Compactor, NotJson, TooSlow, client_name
 from .dashboard import Dashboard, add_routes
 from .guard import refusal
+from .keepwarm import Caller, KeepWarm, Send
 from .openai import OpenAiApi
-from .upstream import SESSION_HEADER, Forwarded, Upstream, forward
+from .upstream import SESSION_HEADER, Forwarded, Upstream, forward, request_headers
+from .usage import from_json
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +62,8 @@ class ProxyState:
     )
     dashboard: Dashboard | None = None
     """The savings page (``GET /``) of the sessions this proxy keeps."""
+    keep_warm: KeepWarm | None = None
+    """The refresh calls' timers (``--keep-warm``; None: off)."""
 
 
 STATE = web.AppKey("hdcontext_proxy", ProxyState)
@@ -95,8 +101,16 @@ async def _client(app: web.Application) -> Any:
     state.client = aiohttp.ClientSession(
         timeout=timeout, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False
     )
+    # What start-up made (modules, the app) lives as long as the proxy: the garbage
+    # collector need not walk it at every full collection (the compactor freezes what a
+    # conversation taken in adds the same way).
+    gc.freeze()
     yield
     await state.client.close()
+    try:
+        await state.compactor.close()
+    except Exception as exc:  # stopping goes on; only the last calls' usage is lost
+        log.warning("usage not saved at stop: %s", type(exc).__name__)
 
 
 def _session(state: ProxyState) -> aiohttp.ClientSession:
@@ -163,7 +177,7 @@ async def _through(request: web.Request, name: str) -> web.StreamResponse:
     state = request.app[STATE]
     api = state.apis[name]
     upstream = state.upstreams[name]
-    raw = await request.read()
+    raw = await read_body(request)
     state.requests += 1
     log.debug("%s %s: %d bytes in", name, request.path, len(raw))
     started = time.perf_counter()
@@ -175,7 +189,7 @@ async def _through(request: web.Request, name: str) -> web.StreamResponse:
         "%s %s: hdcontext %s in %.0f ms",
         name,
         compacted.session_id if compacted is not None else "(no session)",
-        "compacted" if compacted is not None else "passed it on as it came",
+        _verdict(compacted),
         (sent - started) * 1000,
     )
     done: Forwarded = await forward(_session(state), request, upstream, body, billed_of)
@@ -185,7 +199,80 @@ async def _through(request: web.Request, name: str) -> web.StreamResponse:
             await state.compactor.record(compacted.session_id, done.billed)
         except Exception as exc:  # the answer has gone out already; only the tally is lost
             log.warning("%s: usage not recorded: %s", name, type(exc).__name__)
+    if state.keep_warm is not None and compacted is not None and not compacted.passed:
+        # A call went out: the session's refresh timer starts again from what the daemon
+        # named (none after a refused call: what the provider holds is not known).
+        ok = done.status == 200 and compacted.params is not None
+        caller = Caller(
+            api=name,
+            path=request.path_qs,
+            headers=request_headers(request.headers),
+            params=compacted.params or {},
+        )
+        state.keep_warm.note(compacted.session_id, caller, compacted.refresh_at if ok else None)
     return done.response
+
+
+def refresher(state: ProxyState) -> Send:
+    """How ``--keep-warm`` makes a refresh call: the request ``Compactor.refresh_body``
+    writes, sent with the headers of the session's last request (its key among them), the
+    answer read whole, its usage told to the daemon. Logged without content or headers."""
+
+    async def send(session_id: str, caller: Caller, result: CompactResult, at: int) -> None:
+        api = state.apis[caller.api]
+        upstream = state.upstreams[caller.api]
+        data = state.compactor.refresh_body(api, caller.params, result)
+        headers = CIMultiDict(caller.headers)
+        headers["Content-Type"] = "application/json"
+        async with _session(state).post(
+            upstream.url(caller.path), data=data, headers=headers
+        ) as response:
+            answer = await response.read()
+            status = response.status
+        billed = from_json(answer, api.billed) if status == 200 else None
+        log.info(
+            "keep-warm %s: a refresh call of %d bytes answered %d%s",
+            session_id,
+            len(data),
+            status,
+            ""
+            if billed is None
+            else f" ({billed.cache_read_tokens} tokens read from the cache, "
+            f"{billed.cache_write_tokens} written)",
+        )
+        if status != 200:
+            raise RefreshRefused(f"the upstream answered {status}")
+        if billed is not None:
+            await state.compactor.record(session_id, billed, at)
+
+    return send
+
+
+class RefreshRefused(RuntimeError):
+    """The upstream did not take a refresh call (the session's timer stops)."""
+
+
+def _verdict(compacted: Compacted | None) -> str:
+    if compacted is None:
+        return "passed it on as it came"
+    if compacted.passed:
+        return "passed it on as it came, taking the conversation in meanwhile"
+    return "compacted"
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The request's body in one piece, its chunks joined once. ``request.read()`` grows a
+    bytearray chunk by chunk and copies it whole at the end: for an agent's body of
+    megabytes, several times the time of one copy."""
+    content = request.content
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := await content.readany():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise web.HTTPRequestEntityTooLarge(max_size=MAX_BODY, actual_size=size)
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 async def _compacted(
@@ -193,24 +280,29 @@ async def _compacted(
 ) -> Compacted | None:
     """The request through hdcontext, or ``None`` to send it as it came (and why, logged)."""
     try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return _unchanged(state, api, "the body is not JSON")
-    if not isinstance(body, dict):
-        return _unchanged(state, api, "the body is not a JSON object")
-    try:
         compacted = await state.compactor.compact(
             api,
-            body,
+            raw,
             session=request.headers.get(SESSION_HEADER) or None,
             client=client_name(request.headers.get("User-Agent")),
         )
+    except NotJson as exc:
+        return _unchanged(state, api, str(exc))
     except Unsupported as exc:
         return _unchanged(state, api, f"not carried: {exc}")
     except TooSlow as exc:
         return _unchanged(state, api, str(exc))
     except Exception as exc:
         return _unchanged(state, api, f"hdcontext failed: {type(exc).__name__}")
+    if compacted.passed:
+        state.unchanged += 1
+        log.info(
+            "%s %s: a conversation not seen before (%d bytes) goes as it came while it is taken in",
+            api.name,
+            compacted.session_id,
+            len(raw),
+        )
+        return compacted
     state.compacted += 1
     log.info(
         "%s %s: %d entries in, %d out, %d tokens, breakpoints %s, %d → %d bytes",

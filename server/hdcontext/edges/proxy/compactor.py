@@ -4,21 +4,32 @@ One request: the conversation becomes IContent (the provider's importer), goes t
 as ``history/sync`` does it (these clients resend everything: what is new is appended, an
 edited or regenerated message forks), is compacted as ``history/compact`` does it with ``at``
 the time of the call, and comes back as the provider's request with the breakpoints the
-daemon named (``cache.breakpoints``). The
-session's calls go through the daemon's own methods, so the proxy's sessions are locked,
-stored and committed exactly like an editor's, in the same private storage.
+daemon named (``cache.breakpoints``). The session's calls go through the daemon's own methods,
+so the proxy's sessions are locked, stored and committed exactly like an editor's, in the same
+private storage.
 
 The part is bounded in time: past ``bound_s`` it is cancelled (a compaction that was cancelled
 changes nothing) and the caller forwards the request as it came. So is a result that would
-break the provider's rules, which is checked on the rebuilt body before it goes anywhere.
+break the provider's rules, which is checked on what is sent before it goes anywhere.
 
-A turn costs what it adds, not what the conversation holds. For each session the compactor
-keeps what it made of the previous request (``Seen``): its messages, the entries and digests
-they became, and each returned entry exported. A resent conversation is compared with it
-message by message; only what follows the last assistant message they share is checked,
-imported and digested again (an assistant message starts exactly one entry in both APIs,
-and calls are answered right after theirs, so nothing before it depends on what follows);
-and only the entries the daemon returns for the first time are exported.
+A turn costs what it adds, not what the conversation holds. For each conversation the
+compactor keeps what it made of the previous request (``Memo``): the request's bytes and where
+each message stands in them (``prefix.py``), the entries they became (their digests, the calls
+they made) and the messages it sent (``assembly.Pieces``). A new body is compared with the
+kept bytes; the messages that lie inside the common prefix up to the last assistant message
+there are not parsed, checked, imported or digested again (an assistant message starts
+exactly one entry in both APIs, and calls are answered right after theirs, so nothing before
+it depends on what follows); what follows is, and is checked as the continuation of what was
+valid (``core.validity``). The daemon gets the new entries as IContent, parsed once. Out, only
+the entries the daemon returns for the first time are exported and encoded, and the request
+is the client's own bytes around the conversation written from kept pieces.
+
+A conversation the proxy has not seen (a new or resumed chat, a restarted proxy) is read whole
+and handed to the daemon in one ``history/sync`` of IContent entries, off the event loop.
+
+What the proxy holds is bounded: the memos of the conversations used last (``KEPT_MEMOS``,
+``KEPT_MEMO_BYTES``), and the daemon keeps the proxy's sessions used last loaded
+(``KEPT_SESSIONS``); the others stay in its storage, loaded again when their agent comes back.
 
 A session is named by the header ``x-hdcontext-session`` when the client sends one, else by a
 digest of the API, the client's name (its User-Agent's first word), its system prompt and
@@ -30,27 +41,61 @@ their own) sessions of their own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import hashlib
+import logging
 import time
+from array import array
+from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 import orjson
 
-from ...core.content import IContent, entry_from_json
+from ...core.content import IContent
+from ...core.session import CompactResult
 from ...core.sync import entry_digest
-from ...core.validity import problems
+from ...core.validity import entry_turn, turn_calls, turn_problems
+from ..daemon import memory
 from ..daemon.conversation import Conversation as Resent
 from ..daemon.daemon import Daemon
 from .api import Api, Unsupported
+from .assembly import Pieces, assemble, encoded
+from .keepwarm import REFRESH_TEXT
+from .marks import ONE_HOUR, asks_long_in
+from .openai_cache import LONG_RETENTION, LONG_RETENTION_TTL_S, RETENTION_KEY, retention_to_ask
+from .prefix import Layout, LayoutError, Splicer, after, common_prefix, find, walk
 from .usage import Billed
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 DEFAULT_BOUND_S = 10.0
 SESSION_PREFIX = "proxy-"
-KEPT_SESSIONS = 16
+KEPT_LONG = 4096
+"""Sessions remembered as asking an hour (a forgotten one is found again by its marks)."""
+KEPT_MEMOS = 8
 """Conversations whose previous request the compactor keeps (the ones used last)."""
+KEPT_MEMO_BYTES = 48 * 1024 * 1024
+"""All memos together, about (their bodies and the messages sent): the oldest go first."""
+KEPT_SESSIONS = 8
+"""The proxy's sessions the daemon keeps loaded (the ones used last); the others are in its
+storage, and a request for one loads it again."""
+SAVE_AFTER_S = 1.0
+"""A call's usage not saved by the conversation's next commit within this long is saved on
+its own (``Compactor.record``): soon enough for ``hdcontext stats`` and the page, late enough
+that an agent's next request, usually sooner, does not wait behind a write of its own."""
+PASS_BYTES = 256 * 1024
+"""The size from which a conversation the daemon does not know is forwarded as it came and
+taken in meanwhile: a smaller one is taken in and compacted within its request (tens of
+milliseconds), a larger one would hold its request up for seconds (a 3 MB one: counted,
+indexed and stored)."""
+INLINE_BYTES = 256 * 1024
+"""A request whose new part is smaller is read on the event loop (a thread's hand-off costs
+more than that); a larger one, or a conversation not seen before, on a worker thread."""
 
 
 def now_ms() -> int:
@@ -59,6 +104,10 @@ def now_ms() -> int:
 
 class InvalidResult(RuntimeError):
     """The rebuilt request breaks the provider's rules: it is not sent."""
+
+
+class NotJson(Unsupported):
+    """The body is not a JSON object: nothing of it was read as a conversation."""
 
 
 class TooSlow(TimeoutError):
@@ -73,6 +122,12 @@ class Compacted:
     entries_out: int
     tokens: int
     breakpoints: tuple[int, ...]
+    passed: bool = False
+    """The body is the client's, as it came: the conversation is being taken in."""
+    refresh_at: int | None = None
+    """When a refresh call would pay if no call came first (``cache.refreshAt``)."""
+    params: Mapping[str, Any] | None = None
+    """The request's fields besides its conversation (what a refresh call repeats)."""
 
 
 def client_name(user_agent: str | None) -> str:
@@ -82,9 +137,11 @@ def client_name(user_agent: str | None) -> str:
     return user_agent.strip().split("/", 1)[0].split(" ", 1)[0][:40]
 
 
-def session_id_for(api: Api, client: str, body: Mapping[str, Any], first: IContent) -> str:
+def session_id_for(api: Api, client: str, start: object, first: object) -> str:
+    """The session of a conversation: ``start`` is ``api.start`` of its request, ``first``
+    its first entry as JSON (``to_wire``)."""
     key = orjson.dumps(
-        [api.name, client, api.start(body), first.to_wire()],
+        [api.name, client, start, first],
         option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
         default=str,
     )
@@ -92,120 +149,313 @@ def session_id_for(api: Api, client: str, body: Mapping[str, Any], first: IConte
     return f"{SESSION_PREFIX}{api.name}-{digest}"
 
 
-@dataclass(frozen=True)
-class Seen:
-    """What the compactor made of a session's previous request. Kept as bytes where it can
-    be (one object a message or an entry, not a tree of them), so that what the proxy holds
-    between requests adds little to what the garbage collector walks."""
+@dataclass(frozen=True, slots=True)
+class Memo:
+    """What the compactor made of a conversation's previous request, kept as bytes and
+    arrays where it can be (few objects for the garbage collector to walk)."""
 
-    messages: tuple[bytes, ...]
-    """Each message of the conversation, as JSON."""
-    wire: tuple[bytes, ...]
-    """Each entry as IContent JSON, as the daemon's sync takes it."""
+    api: str
+    session_id: str
+    raw: bytes
+    """The request's body as it came."""
+    layout: Layout
+    """Where each element of its ``messages`` stands in ``raw``."""
+    head: int
+    """Leading elements that are the client's prompt (not the conversation)."""
+    first: bytes
+    """The conversation's first entry as JSON (for the session id)."""
     digests: tuple[bytes, ...]
-    cuts: Mapping[int, int]
-    """Message index of each assistant message (and 0) → index of the entry it starts."""
-    mode: str = ""
-    exports: Mapping[bytes, list[dict[str, Any]]] = field(default_factory=dict)
-    """Each entry the daemon returned (its stored JSON) as the provider's messages."""
+    """Each entry's digest, as the daemon's sync takes it."""
+    calls: tuple[str, ...]
+    """The call ids the entries make, in order."""
+    cut_at: array[int]
+    """Element index of each assistant message, increasing: where a request can resume."""
+    cut_entry: array[int]
+    """The entry each of those messages starts."""
+    cut_calls: array[int]
+    """How many of ``calls`` the entries before it make."""
+    cut_mode: tuple[str, ...]
+    """The export mode the messages before it give (``api.export_mode``)."""
+    pieces: Pieces | None = None
+    """The messages the request sent (``None`` until one was sent)."""
+
+    @property
+    def size(self) -> int:
+        return len(self.raw) + (self.pieces.size if self.pieces is not None else 0)
+
+    def resumes(self, common: int) -> int:
+        """The index in ``cut_at`` of the last assistant message whose elements before it
+        lie within the first ``common`` bytes and hold the conversation's first message;
+        -1 when there is none."""
+        elements = self.layout.within(common)
+        k = bisect_right(self.cut_at, elements) - 1
+        return k if k >= 0 and self.cut_at[k] > self.head else -1
+
+
+@dataclass(frozen=True)
+class _Match:
+    memo: Memo
+    k: int
+    """Index in ``memo.cut_at``: the request resumes at that assistant message."""
+
+    @property
+    def stop(self) -> int:
+        """Where the known elements end in the body."""
+        return self.memo.layout.ends[self.memo.cut_at[self.k] - 1]
 
 
 @dataclass(frozen=True)
 class _Taken:
-    messages: tuple[bytes, ...]
-    wire: tuple[bytes, ...]
-    digests: tuple[bytes, ...]
-    cuts: dict[int, int]
-    reused: int
-    """Entries taken from the previous request as they were."""
+    """A request's conversation, read: its body (the known messages cut out), its entries
+    and what the next request needs of it."""
+
+    body: dict[str, Any]
+    memo: Memo
+    """The memo of this request (``pieces`` not yet set)."""
+    tail: list[IContent]
+    """The entries not taken from a memo."""
+    kept: int
+    """Entries taken from a memo (before ``tail``)."""
+    mode: str
+    resent: Callable[[], list[IContent]]
+    """Every entry, read again from the body (for a daemon that asks for known ones)."""
+
+
+def best_match(api: Api, raw: bytes, memos: Iterable[Memo]) -> _Match | None:
+    """Of ``memos``, the one that shares the most messages with ``raw``, byte for byte, and
+    where its request resumes (the first best, in the order given)."""
+    best: _Match | None = None
+    for memo in memos:
+        if memo.api != api.name or not len(memo.cut_at):
+            continue
+        k = memo.resumes(common_prefix(raw, memo.raw))
+        if k >= 0 and (best is None or memo.cut_at[k] > best.memo.cut_at[best.k]):
+            best = _Match(memo, k)
+    return best
+
+
+def _take(api: Api, raw: bytes, match: _Match | None, splicer: Splicer, client: str) -> _Taken:
+    """The conversation of ``raw`` as entries, reusing what ``match`` knows when the body
+    holds its bytes where it says. The known bytes end before an assistant message of the
+    previous body; what follows them here must be one too (an edit may have put another
+    message there): else the cut before it is tried, then the body is read whole."""
+    for k in (match.k, match.k - 1) if match is not None else ():
+        assert match is not None
+        memo = match.memo
+        if k < 0 or memo.cut_at[k] <= memo.head:
+            break
+        cut = memo.cut_at[k]
+        stop = memo.layout.ends[cut - 1]
+        body = splicer.parse(raw, memo.layout.starts[memo.head], stop, memo.head)
+        if body is None:
+            break
+        elements: list[Any] = body["messages"]
+        tail_messages = elements[memo.head + 1 :]
+        if not tail_messages or _role(tail_messages[0]) != "assistant":
+            continue
+        api.check(tail_messages, cut - memo.head)
+        starts, ends = memo.layout.prefix(cut)
+        try:
+            layout: Layout | None = walk(raw, after(raw, stop, True), tail_messages, starts, ends)
+        except LayoutError:
+            layout = None
+        head = elements[: memo.head]
+        return _finish(api, raw, body, head, tail_messages, layout, memo, k, client)
+    return _take_whole(api, raw, client)
+
+
+def _parsed(api: Api, raw: bytes) -> tuple[dict[str, Any], list[Any], int]:
+    """The body parsed whole: (the body, its ``messages``, how many of them are the
+    client's prompt); Unsupported unless a conversation follows the prompt."""
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise NotJson("the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise NotJson("the body is not a JSON object")
+    elements = body.get("messages")
+    if not isinstance(elements, list) or not elements:
+        raise Unsupported("no 'messages' list")
+    head = api.head(elements)
+    if head >= len(elements):
+        raise Unsupported("no conversation after the system messages")
+    return body, elements, head
+
+
+@dataclass(frozen=True)
+class _Glance:
+    """A body not seen before, parsed, and the session its conversation belongs to."""
+
+    body: dict[str, Any]
+    session_id: str
+
+
+def _glance(api: Api, raw: bytes, client: str) -> _Glance:
+    """Parse a body and name its session from its first message alone: what deciding how
+    to take a conversation not seen before needs."""
+    body, elements, head = _parsed(api, raw)
+    first = elements[head : head + 1]
+    api.check(first, 0)
+    entries = api.import_messages(first)
+    wire = entries[0].to_wire() if entries else None
+    return _Glance(body, session_id_for(api, client, api.start(body, elements[:head]), wire))
+
+
+def _take_whole(api: Api, raw: bytes, client: str, parsed: dict[str, Any] | None = None) -> _Taken:
+    """The conversation of ``raw`` read whole (``parsed``: the body, when it was parsed)."""
+    if parsed is None:
+        body, elements, head_count = _parsed(api, raw)
+    else:
+        body = parsed
+        elements = body["messages"]
+        head_count = api.head(elements)
+    messages = elements[head_count:]
+    api.check(messages, 0)
+    try:
+        layout: Layout | None = find(raw, elements)
+    except LayoutError:
+        layout = None
+    return _finish(api, raw, body, elements[:head_count], messages, layout, None, -1, client)
+
+
+def _finish(
+    api: Api,
+    raw: bytes,
+    body: dict[str, Any],
+    head: list[Any],
+    tail_messages: list[Any],
+    layout: Layout | None,
+    memo: Memo | None,
+    k: int,
+    client: str,
+) -> _Taken:
+    """Import, check and digest ``tail_messages``: the conversation's messages from the one
+    ``memo`` resumes at (cut ``k``), or all of them when ``memo`` is ``None``; and make the
+    memo of this request."""
+    base = memo.cut_at[k] if memo is not None else len(head)  # tail_messages[0]'s element
+    tail = api.import_messages(tail_messages)
+    if memo is not None:
+        kept = memo.cut_entry[k]
+        calls_before = memo.calls[: memo.cut_calls[k]]
+        mode = memo.cut_mode[k]
+    else:
+        kept, calls_before, mode = 0, (), ""
+    turns = [entry_turn(e) for e in tail]
+    found = turn_problems(turns, calls_before, kept) if kept else turn_problems(turns)
+    if found:
+        raise Unsupported(f"the conversation breaks the provider's rules ({found[0].kind})")
+    wires = [e.to_wire() for e in tail]
+    digests = (*(memo.digests[:kept] if memo is not None else ()), *map(entry_digest, wires))
+    cut_at = memo.cut_at[: k + 1] if memo is not None else array("q")
+    cut_entry = memo.cut_entry[: k + 1] if memo is not None else array("q")
+    cut_calls = memo.cut_calls[: k + 1] if memo is not None else array("q")
+    cut_mode = list(memo.cut_mode[: k + 1]) if memo is not None else []
+    calls = list(calls_before)
+    ai = iter(i for i, e in enumerate(tail) if e.speaker == "ai")
+    assistants = [i for i, m in enumerate(tail_messages) if _role(m) == "assistant"]
+    aligned = sum(1 for e in tail if e.speaker == "ai") == len(assistants)
+    entry_at = 0
+    for i, message in enumerate(tail_messages):
+        if aligned and _role(message) == "assistant" and (i > 0 or memo is None):
+            e = next(ai)
+            for turn in turns[entry_at:e]:
+                calls.extend(turn_calls(turn))
+            entry_at = e
+            cut_at.append(base + i)
+            cut_entry.append(kept + e)
+            cut_calls.append(len(calls))
+            cut_mode.append(mode)
+        elif aligned and _role(message) == "assistant":
+            next(ai)  # the message the request resumed at: its cut is the memo's
+        mode = api.export_mode(body, (message,), mode)
+    for turn in turns[entry_at:]:
+        calls.extend(turn_calls(turn))
+    first = memo.first if memo is not None else encoded(wires[0] if wires else None)
+    session_id = session_id_for(api, client, api.start(body, head), orjson.loads(first))
+    made = Memo(
+        api=api.name,
+        session_id=session_id,
+        raw=raw,
+        layout=layout if layout is not None else Layout(array("q"), array("q")),
+        head=len(head),
+        first=first,
+        digests=digests,
+        calls=tuple(calls),
+        cut_at=cut_at if layout is not None else array("q"),
+        cut_entry=cut_entry,
+        cut_calls=cut_calls,
+        cut_mode=tuple(cut_mode),
+    )
+
+    def resent() -> list[IContent]:
+        return _take_whole(api, raw, client).tail
+
+    return _Taken(body, made, tail, kept, mode, resent)
+
+
+def _role(message: object) -> object:
+    return message.get("role") if isinstance(message, Mapping) else None
 
 
 class _Known(Resent):
-    """The resent conversation with its digests already made (most of them last time), its
-    entries parsed only from where the daemon asks for them (what it does not hold)."""
+    """The conversation as ``Daemon.sync`` reads it: the digests made (most of them at the
+    previous request), the new entries as IContent already (the daemon's bulk path: nothing
+    parsed or validated twice), earlier ones read again from the body only if asked for."""
 
-    def __init__(self, wire: Sequence[bytes], digests: Sequence[bytes]) -> None:
+    def __init__(self, taken: _Taken) -> None:
         super().__init__([])
-        self._wire = wire
-        self._made = list(digests)
+        self._taken = taken
 
     @property
     def total(self) -> int:
-        return len(self._wire)
+        return len(self._taken.memo.digests)
 
     def digests(self) -> list[bytes]:
-        return list(self._made)
+        return list(self._taken.memo.digests)
+
+    def entries_from(self, start: int) -> list[IContent]:
+        taken = self._taken
+        if start >= taken.kept:
+            return taken.tail[start - taken.kept :]
+        return taken.resent()[start:]
 
     def raw_from(self, start: int) -> list[Any]:
-        return [orjson.loads(w) for w in self._wire[start:]]
-
-
-def _shared(messages: Sequence[bytes], before: Sequence[bytes]) -> int:
-    """How many leading messages the two requests have equal."""
-    n = min(len(messages), len(before))
-    k = 0
-    while k < n and messages[k] == before[k]:
-        k += 1
-    return k
-
-
-def _take(api: Api, messages: list[Any], seen: Seen | None) -> _Taken:
-    """The conversation as entries' JSON and digests, reusing the previous request's up to
-    the last assistant message both share."""
-    encoded = tuple(orjson.dumps(m) for m in messages)
-    cut = 0
-    if seen is not None:
-        shared = _shared(encoded, seen.messages)
-        cut = max((c for c in seen.cuts if c <= shared), default=0)
-    api.check(messages, cut)
-    tail = api.import_messages(messages[cut:])
-    kept = seen.cuts[cut] if seen is not None and cut else 0
-    # The kept part was valid and ends before an assistant message: what follows is checked.
-    found = problems(tail)
-    if found:
-        raise Unsupported(f"the conversation breaks the provider's rules ({found[0].kind})")
-    wire = [e.to_wire() for e in tail]
-    cuts = {c: e for c, e in (seen.cuts.items() if seen is not None else ()) if c <= cut}
-    cuts[0] = 0
-    ai = [kept + i for i, e in enumerate(tail) if e.speaker == "ai"]
-    assistants = [
-        cut + i
-        for i, m in enumerate(messages[cut:])
-        if isinstance(m, Mapping) and m.get("role") == "assistant"
-    ]
-    if len(ai) == len(assistants):
-        cuts.update(zip(assistants, ai, strict=True))
-    head_wire = seen.wire[:kept] if seen is not None else ()
-    head_digests = seen.digests[:kept] if seen is not None else ()
-    return _Taken(
-        messages=encoded,
-        wire=(*head_wire, *(orjson.dumps(w) for w in wire)),
-        digests=(*head_digests, *(entry_digest(w) for w in wire)),
-        cuts=cuts,
-        reused=kept,
-    )
+        return [e.to_wire() for e in self.entries_from(start)]
 
 
 class Compactor:
-    def __init__(self, daemon: Daemon, bound_s: float = DEFAULT_BOUND_S) -> None:
+    def __init__(
+        self, daemon: Daemon, bound_s: float = DEFAULT_BOUND_S, pass_bytes: int = PASS_BYTES
+    ) -> None:
         self.daemon = daemon
         self.bound_s = bound_s
+        self.pass_bytes = pass_bytes
+        """A conversation the daemon does not know, this large or larger, goes as it came
+        while it is taken in (``_pass``)."""
+        self._ingests: dict[str, asyncio.Future[None]] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}  # usage noted, not saved yet
+        self._saves: set[asyncio.Future[None]] = set()  # those saving now
+        self.save_after_s = SAVE_AFTER_S
         self.context_limit: int | None = None
         """``contextLimit`` for the sessions the proxy opens (None: the settings' own)."""
-        self._seen: OrderedDict[str, Seen] = OrderedDict()
+        self._memos: OrderedDict[str, Memo] = OrderedDict()
+        self._long: OrderedDict[str, None] = OrderedDict()
+        """Sessions whose agent asked its prompt cache an hour (the latest ones)."""
+        self._sessions: OrderedDict[str, None] = OrderedDict()
+        self._splicer = Splicer()
 
     async def compact(
         self,
         api: Api,
-        body: dict[str, Any],
+        raw: bytes,
         *,
         session: str | None = None,
         client: str = "",
         at: int | None = None,
     ) -> Compacted:
-        """The request to send instead of ``body``; raises on anything that should send
-        ``body`` as it came (Unsupported, TooSlow, InvalidResult, or a failure)."""
-        task = asyncio.ensure_future(self._compact(api, body, session, client, at))
+        """The request to send instead of ``raw``; raises on anything that should send
+        ``raw`` as it came (Unsupported, TooSlow, InvalidResult, or a failure)."""
+        task = asyncio.ensure_future(self._compact(api, raw, session, client, at))
         done, _ = await asyncio.wait({task}, timeout=self.bound_s)
         if not done:
             task.cancel()
@@ -214,71 +464,291 @@ class Compactor:
         return task.result()
 
     async def _compact(
-        self, api: Api, body: dict[str, Any], session: str | None, client: str, at: int | None
+        self, api: Api, raw: bytes, session: str | None, client: str, at: int | None
     ) -> Compacted:
-        messages = api.messages(body)
-        if session is None:
-            api.check(messages[:1], 0)
-            session = session_id_for(api, client, body, api.import_messages(messages[:1])[0])
+        at = now_ms() if at is None else at
+        match = best_match(api, raw, reversed(self._memos.values()))
+        glance: _Glance | None = None
+        if match is None:
+            glance = await _off_loop(len(raw), _glance, api, raw, client)
+            named = session or glance.session_id
+            if len(raw) >= self.pass_bytes and not await self.daemon.knows(named):
+                return await self._pass(api, raw, named, client, glance, at)
+        if match is not None and len(raw) - match.stop < INLINE_BYTES:
+            taken = _take(api, raw, match, self._splicer, client)
+        elif glance is not None:
+            taken = await asyncio.to_thread(_take_whole, api, raw, client, glance.body)
+        else:
+            taken = await asyncio.to_thread(_take, api, raw, match, self._splicer, client)
+        frozen = taken.kept == 0 and len(taken.tail) >= memory.LARGE_APPEND
+        session = session or taken.memo.session_id
+        ingest = self._ingests.get(session)
+        if ingest is not None:  # the conversation is being taken in: its sync comes first
+            await asyncio.shield(ingest)
+        before = self._memos.get(session)
+        pieces = before.pieces if before is not None else None
+        # Kept at once: the bytes are read whatever becomes of the rest of the request.
+        self._keep(session, _with_pieces(taken.memo, pieces))
+        await self._hold(session)
+        overrides = self._lifetime(api, raw, taken.body, session)
+        result = await self.daemon.sync_compact(self._params(session, taken), at, overrides)
+        blobs = result.history.blobs
+        breakpoints = tuple(result.cache.breakpoints) or (len(blobs) - 1,)
+        ttls = tuple(result.cache.breakpoint_ttls)
+        if overrides.get("cache.ttl") == ONE_HOUR:  # never shorter than the agent asked
+            ttls = (ONE_HOUR,) * len(breakpoints)
+        if pieces is not None and pieces.mode == taken.mode:
+            built = assemble(api, taken.body, blobs, breakpoints, taken.mode, pieces, ttls)
+        else:
+            built = await asyncio.to_thread(
+                assemble, api, taken.body, blobs, breakpoints, taken.mode, pieces, ttls
+            )
+        if built.problems:
+            raise InvalidResult("the compacted request breaks the provider's rules")
+        data = _body(api, raw, taken, built.messages, api.body_edits(taken.body, built.marked))
+        built.pieces.size = len(data)
+        self._keep(session, _with_pieces(taken.memo, built.pieces))
+        if frozen:
+            # A conversation taken in whole: what the daemon and the memo now hold of it
+            # lives as long as the conversation; the collector need not walk it again.
+            gc.freeze()
+        return Compacted(
+            body=data,
+            session_id=session,
+            entries_in=len(taken.memo.digests),
+            entries_out=len(blobs),
+            tokens=result.status.total_tokens,
+            breakpoints=breakpoints,
+            refresh_at=result.cache.refresh_at,
+            params=taken.body,
+        )
+
+    def refresh_body(self, api: Api, params: Mapping[str, Any], result: CompactResult) -> bytes:
+        """A refresh call's request (``keepwarm.py``): the agent's last request's fields
+        (``params``: model, system, tools…), the conversation ``history/refresh`` gives with
+        its breakpoints, then one short user line, and one output token asked. What the
+        provider caches is read; the line and the token are all that is new."""
+        blobs = result.history.blobs
+        built = assemble(
+            api,
+            params,
+            blobs,
+            tuple(result.cache.breakpoints) or (len(blobs) - 1,),
+            api.export_mode(params, (), ""),
+            None,
+            tuple(result.cache.breakpoint_ttls),
+        )
+        if built.problems:
+            raise InvalidResult("the refresh call would break the provider's rules")
+        messages = [orjson.loads(m) for m in built.messages]
+        line = {"role": "user", "content": [{"type": "text", "text": REFRESH_TEXT}]}
+        if messages and messages[-1].get("role") == "user":
+            messages[-1] = api.merge(messages[-1], line)
+        else:
+            messages.append(line)
+        body = {k: v for k, v in params.items() if k not in ("messages", "stream")}
+        body.update(api.body_edits(params, built.marked))
+        body.update(messages=messages, max_tokens=1)
+        return orjson.dumps(body)
+
+    def _lifetime(
+        self, api: Api, raw: bytes, body: Mapping[str, Any], session: str
+    ) -> dict[str, object]:
+        """The session's overrides the request says about its cache's lifetime. An
+        Anthropic agent that asked an hour on any mark (now or before: it does not change its
+        mind) gets ``cache.ttl: 1h``, so that the daemon prices what the provider keeps and
+        every mark the proxy writes asks an hour. An OpenAI request asking a day's retention
+        (its own, or the proxy's) keeps entries longer than in memory."""
+        if api.name == "anthropic":
+            if session in self._long or asks_long_in(raw):
+                self._long[session] = None
+                self._long.move_to_end(session)
+                while len(self._long) > KEPT_LONG:
+                    self._long.popitem(last=False)
+                return {"cache.ttl": ONE_HOUR}
+            return {}
+        if retention_to_ask(body) is not None or body.get(RETENTION_KEY) == LONG_RETENTION:
+            return {"cache.ttlSeconds": LONG_RETENTION_TTL_S}
+        return {}
+
+    def _params(self, session: str, taken: _Taken) -> dict[str, Any]:
+        """``history/sync``'s params for the conversation ``taken``."""
         # The agents behind the proxy have no hdcontext_retrieve tool: pointers say so.
         self.daemon.serve_without_retrieve_tool(session)
-        seen = self._seen.get(session)
-        taken = await asyncio.to_thread(_take, api, messages, seen)
-        model = body.get("model")
-        params: dict[str, Any] = {
-            "sessionId": session,
-            "entries": _Known(taken.wire, taken.digests),
-        }
+        params: dict[str, Any] = {"sessionId": session, "entries": _Known(taken)}
+        model = taken.body.get("model")
         if isinstance(model, str) and model:
             params["model"] = model
         if self.context_limit is not None:
             params["contextLimit"] = self.context_limit
-        await self.daemon.sync(params)
-        result = await self.daemon.compact_result(session, 0, now_ms() if at is None else at)
-        blobs = result.history.blobs
-        breakpoints = tuple(result.cache.breakpoints) or (len(blobs) - 1,)
-        mode = api.export_mode(body)
-        known = seen.exports if seen is not None and seen.mode == mode else {}
+        return params
 
-        def rebuild() -> tuple[bytes, dict[bytes, list[dict[str, Any]]]]:
-            exports: dict[bytes, list[dict[str, Any]]] = {}
-            exported: list[list[dict[str, Any]]] = []
-            for blob in blobs:
-                produced = known.get(blob)
-                if produced is None:
-                    produced = api.export_entry(entry_from_json(blob), mode)
-                exports[blob] = produced
-                exported.append(produced)
-            out = api.assemble(body, exported, breakpoints)
-            if api.problems(out):
-                raise InvalidResult("the compacted request breaks the provider's rules")
-            return orjson.dumps(out), exports
-
-        data, exports = await asyncio.to_thread(rebuild)
-        self._keep(
-            session, Seen(taken.messages, taken.wire, taken.digests, taken.cuts, mode, exports)
-        )
+    async def _pass(
+        self, api: Api, raw: bytes, session: str, client: str, glance: _Glance, at: int
+    ) -> Compacted:
+        """A large conversation the daemon does not know (a chat resumed with a new proxy,
+        or elsewhere): it goes as it came, at once, while the daemon takes it in (off the
+        request's way); the next request finds it held, and the call told to the session
+        as sent unchanged, so that what the provider now caches is weighed."""
+        await self._hold(session)
+        task = asyncio.ensure_future(self._take_in(api, raw, session, client, glance, at))
+        self._ingests[session] = task
+        task.add_done_callback(lambda _: self._ingests.pop(session, None))
         return Compacted(
-            body=data,
+            body=raw,
             session_id=session,
-            entries_in=len(taken.wire),
-            entries_out=len(blobs),
-            tokens=result.status.total_tokens,
-            breakpoints=breakpoints,
+            entries_in=0,
+            entries_out=0,
+            tokens=0,
+            breakpoints=(),
+            passed=True,
         )
 
-    def _keep(self, session: str, seen: Seen) -> None:
-        self._seen[session] = seen
-        self._seen.move_to_end(session)
-        while len(self._seen) > KEPT_SESSIONS:
-            self._seen.popitem(last=False)
+    async def _take_in(
+        self, api: Api, raw: bytes, session: str, client: str, glance: _Glance, at: int
+    ) -> None:
+        """The daemon's bulk path for a conversation forwarded as it came: read whole,
+        synced in one commit with the call told as sent (``Daemon.sync_passed``), the
+        messages it would send made ready for the next request."""
+        try:
+            taken = await asyncio.to_thread(_take_whole, api, raw, client, glance.body)
+            self._keep(session, taken.memo)
+            result = await self.daemon.sync_passed(self._params(session, taken), at)
+            blobs = result.history.blobs
+            built = await asyncio.to_thread(assemble, api, taken.body, blobs, (), taken.mode, None)
+            current = self._memos.get(session)
+            if not built.problems and current is not None and current.raw is raw:
+                built.pieces.size = sum(map(len, built.messages))
+                self._keep(session, _with_pieces(taken.memo, built.pieces))
+            gc.freeze()
+            memory.release()  # reading it whole left free pages behind
+        except Exception as exc:  # the request went as it came; the next one tries again
+            log.warning("%s: taking in %s failed: %s", api.name, session, type(exc).__name__)
+
+    def _keep(self, session: str, memo: Memo) -> None:
+        self._memos[session] = memo
+        self._memos.move_to_end(session)
+        total = sum(m.size for m in self._memos.values())
+        while len(self._memos) > 1 and (len(self._memos) > KEPT_MEMOS or total > KEPT_MEMO_BYTES):
+            _, dropped = self._memos.popitem(last=False)
+            total -= dropped.size
+
+    async def _hold(self, session: str) -> None:
+        """Mark ``session`` used; unload the proxy's least recently used sessions past
+        ``KEPT_SESSIONS`` (they stay in the daemon's storage)."""
+        self._sessions[session] = None
+        self._sessions.move_to_end(session)
+        while len(self._sessions) > KEPT_SESSIONS:
+            idle, _ = self._sessions.popitem(last=False)
+            if self.daemon.registry.lock(idle).locked():
+                continue  # a request for it is running: it stays loaded for now
+            with contextlib.suppress(Exception):  # unloading is a saving, not a duty
+                await self.daemon.save_noted(idle)
+                await self.daemon.close({"sessionId": idle})
+                # What it held may be frozen: let the collector see it, once, then what
+                # is left stays out of its walks again.
+                gc.unfreeze()
+                gc.collect()
+                gc.freeze()
+                memory.release()  # and what it freed goes back to the system
 
     async def record(self, session_id: str, billed: Billed, at: int | None = None) -> None:
-        """``history/usage`` for the call just made."""
-        await self.daemon.usage(
-            billed.params(session_id, now_ms() if at is None else at),
+        """``history/usage`` for the call just made: counted at once (``Daemon.note_usage``),
+        saved with the session's next commit, or ``save_after_s`` later if no commit came
+        first (then its ``calls`` row gets the bill). A conversation being taken in is taken
+        in first."""
+        at = now_ms() if at is None else at
+        ingest = self._ingests.get(session_id)
+        if ingest is not None:
+            await asyncio.shield(ingest)
+        await self.daemon.note_usage(
+            billed.params(session_id, at),
             write_1h_tokens=billed.cache_write_1h_tokens,
+            waiting=billed.waits_on,
         )
+        if session_id not in self._timers:
+            loop = asyncio.get_running_loop()
+            self._timers[session_id] = loop.call_later(self.save_after_s, self._save, session_id)
+
+    def _save(self, session_id: str) -> None:
+        del self._timers[session_id]
+        task = asyncio.ensure_future(self._save_noted(session_id))
+        self._saves.add(task)
+        task.add_done_callback(self._saves.discard)
+
+    async def _save_noted(self, session_id: str) -> None:
+        try:
+            await self.daemon.save_noted(session_id)  # nothing to do if a commit saved it
+        except Exception as exc:  # the next commit saves it
+            log.warning("usage of %s not saved yet: %s", session_id, type(exc).__name__)
+
+    async def saved(self) -> None:
+        """Save now the usage still waiting for ``save_after_s``: before the proxy stops, and
+        for a reader that must see every call's bill on disk (tests)."""
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        await asyncio.gather(*self._saves)
+        await self.daemon.save_noted()
+
+    async def close(self) -> None:
+        """Finish taking in what is being taken in, and save what is not saved yet (the last
+        calls' usage)."""
+        for task in list(self._ingests.values()):
+            await asyncio.shield(task)
+        await self.saved()
+
+
+def _with_pieces(memo: Memo, pieces: Pieces | None) -> Memo:
+    return replace(memo, pieces=pieces)
+
+
+def _body(
+    api: Api,
+    raw: bytes,
+    taken: _Taken,
+    messages: list[bytes],
+    edits: Mapping[str, Any] | None = None,
+) -> bytes:
+    """The request sent: the client's bytes, its conversation replaced by ``messages``;
+    with ``edits`` (other fields sent otherwise, rarely), the body less its conversation
+    written again, the conversation's bytes kept."""
+    memo = taken.memo
+    layout = memo.layout
+    if edits:
+        body = {k: v for k, v in taken.body.items() if k != "messages"}
+        body.update(edits)
+        if len(layout) == 0:
+            head = [orjson.dumps(m) for m in taken.body["messages"][: memo.head]]
+            elements = b",".join([*head, *messages])
+        elif memo.head == 0:
+            elements = b",".join(messages)
+        else:
+            first = layout.starts[memo.head] if messages else layout.ends[memo.head - 1]
+            elements = raw[layout.starts[0] : first] + b",".join(messages)
+        body["messages"] = orjson.Fragment(b"[" + elements + b"]")
+        return orjson.dumps(body)
+    if len(layout) == 0:
+        body = dict(taken.body)
+        head = [orjson.dumps(m) for m in body["messages"][: memo.head]]
+        joined = b"[" + b",".join([*head, *messages]) + b"]"
+        body["messages"] = orjson.Fragment(joined)
+        return orjson.dumps(body)
+    first, last = layout.starts[memo.head], layout.ends[-1]
+    if not messages:
+        first = layout.ends[memo.head - 1] if memo.head else first
+        return raw[:first] + raw[last:]
+    # One copy of the conversation: the client's bytes around it join its first and last.
+    ends = [raw[:first] + messages[0], *messages[1:]]
+    ends[-1] = ends[-1] + raw[last:]
+    return b",".join(ends)
+
+
+async def _off_loop(size: int, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, on a worker thread when the body it reads is large."""
+    if size < INLINE_BYTES:
+        return fn(*args)
+    return await asyncio.to_thread(fn, *args)
 
 
 def _consume(task: asyncio.Future[Any]) -> None:

@@ -18,7 +18,7 @@ import contextlib
 import logging
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,8 +52,13 @@ class Dashboard:
     prices: Callable[[], PriceOverrides] = dict
     since: int | None = None
     since_label: str | None = None
+    flush: Callable[[], Awaitable[None]] | None = None
+    """Saves what the server holds and the folder does not have yet (the proxy's last calls'
+    usage, saved with the next commit otherwise), so that the page counts every call."""
 
     async def figures(self) -> dict[str, Any]:
+        if self.flush is not None:
+            await self.flush()
         return await asyncio.to_thread(
             page_figures,
             self.folder,

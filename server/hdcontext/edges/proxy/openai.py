@@ -12,21 +12,26 @@ cannot carry one); older models match any shared prefix, and a field they do not
 be refused, so for them none is placed. A breakpoint named on an assistant entry goes to the
 nearest message before it that can carry one. At most three go into a request (four cache
 writes, one of them OpenAI's own at the end), the client's in its system messages counted.
+
+Two user or two assistant messages left in a row (pruning took what stood between them) are
+merged into one: their content parts in order, an assistant's tool calls and reasoning after
+the first one's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from ...core.cache.pricing import caches_at_breakpoints
 from ...core.content import IContent
-from ...core.validity import payload_problems
+from ...core.validity import OPENAI_PROMPT_ROLES, Turn, openai_turn
 from ...formats.conversation import Conversation, FormatError
 from ...formats.exporters import openai as exporter
 from ...formats.importers import openai_chat as importer
 from .anthropic import kind_name
-from .api import Unsupported
+from .api import Shape, Unsupported
+from .openai_cache import RETENTION_KEY, retention_to_ask
 from .usage import Billed, openai_billed
 
 BREAKPOINT_KEY = "prompt_cache_breakpoint"
@@ -56,6 +61,12 @@ def split(body: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise Unsupported("no 'messages' list")
+    head = prompt_length(messages)
+    return messages[:head], messages[head:]
+
+
+def prompt_length(messages: Sequence[Any]) -> int:
+    """How many leading messages are system or developer messages (the client's prompt)."""
     head = 0
     while (
         head < len(messages)
@@ -63,7 +74,7 @@ def split(body: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
         and messages[head].get("role") in _SYSTEM_ROLES
     ):
         head += 1
-    return messages[:head], messages[head:]
+    return head
 
 
 def _check_parts(content: object, role: str, where: str) -> None:
@@ -86,8 +97,8 @@ def _check_parts(content: object, role: str, where: str) -> None:
                 raise Unsupported(f"{where}.content[{k}] is a file given by id")
 
 
-def check(messages: list[Any]) -> None:
-    for i, message in enumerate(messages):
+def check(messages: Sequence[Any], offset: int = 0) -> None:
+    for i, message in enumerate(messages, offset):
         where = f"messages[{i}]"
         role = message.get("role") if isinstance(message, Mapping) else None
         keys = _MESSAGE_KEYS.get(role) if isinstance(role, str) else None
@@ -116,13 +127,17 @@ def check(messages: list[Any]) -> None:
 
 class OpenAiApi:
     name = "openai"
+    prompt_roles = OPENAI_PROMPT_ROLES
 
     def messages(self, body: Mapping[str, Any]) -> list[Any]:
         _, rest = split(body)
         return rest
 
-    def check(self, messages: list[Any], start: int) -> None:
-        check(messages[start:])
+    def head(self, messages: Sequence[Any]) -> int:
+        return prompt_length(messages)
+
+    def check(self, messages: Sequence[Any], offset: int) -> None:
+        check(messages, offset)
 
     def import_messages(self, messages: list[Any]) -> list[IContent]:
         try:
@@ -130,54 +145,97 @@ class OpenAiApi:
         except FormatError as exc:
             raise Unsupported("not an OpenAI conversation") from exc
 
-    def start(self, body: Mapping[str, Any]) -> object:
-        head, _ = split(body)
+    def start(self, body: Mapping[str, Any], head: Sequence[Any]) -> object:
         tools = body.get("tools")
         names = (
             [t.get("function", {}).get("name") for t in tools if isinstance(t, Mapping)]
             if isinstance(tools, list)
             else []
         )
-        return {"system": head, "tools": names}
+        return {"system": list(head), "tools": names}
 
-    def export_mode(self, body: Mapping[str, Any]) -> str:
-        """Thinking goes back as ``reasoning_content`` when the client sends that field."""
-        _, rest = split(body)
-        sends = any(isinstance(m, Mapping) and m.get("reasoning_content") for m in rest)
-        return "reasoning_content" if sends else "drop"
+    def export_mode(self, body: Mapping[str, Any], messages: Sequence[Any], before: str) -> str:
+        """Thinking goes back as ``reasoning_content`` when the client sends that field (in
+        any message: ``before`` says whether the earlier ones did)."""
+        if before == REASONING:
+            return REASONING
+        sends = any(isinstance(m, Mapping) and m.get(REASONING) for m in messages)
+        return REASONING if sends else "drop"
 
     def export_entry(self, item: IContent, mode: str) -> list[dict[str, Any]]:
-        thinking: exporter.ThinkingMode = (
-            "reasoning_content" if mode == "reasoning_content" else "drop"
-        )
+        thinking: exporter.ThinkingMode = "reasoning_content" if mode == REASONING else "drop"
         exported = exporter.export(Conversation((item,)), thinking=thinking).payload
         assert isinstance(exported, list)
         return exported
 
+    def shape(self, message: Mapping[str, Any]) -> Shape:
+        role = message["role"]
+        content = message.get("content")
+        parts = content if isinstance(content, list) else [content] if content else []
+        return Shape(
+            role=role,
+            merges=role in ("user", "assistant") and _MERGED_KEYS.issuperset(message),
+            thinking=bool(message.get(REASONING)),
+            markable=role != "assistant" and bool(parts),
+        )
+
+    def turn(self, message: Mapping[str, Any]) -> Turn | None:
+        return openai_turn(message)
+
+    def merge(self, first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
+        """Two messages of one role as one: content parts in order (a text alone stays a
+        string), then the tool calls and the reasoning of both, in order."""
+        merged: dict[str, Any] = {"role": first["role"]}
+        parts = [*_parts(first.get("content")), *_parts(second.get("content"))]
+        if parts:
+            texts = all(set(p) == {"type", "text"} and p["type"] == "text" for p in parts)
+            merged["content"] = parts[0]["text"] if texts and len(parts) == 1 else parts
+        else:
+            merged["content"] = None
+        reasoning = [r for r in (first.get(REASONING), second.get(REASONING)) if r]
+        if reasoning:
+            merged[REASONING] = "\n".join(reasoning)
+        calls = [*(first.get("tool_calls") or []), *(second.get("tool_calls") or [])]
+        if calls:
+            merged["tool_calls"] = calls
+        return merged
+
     def assemble(
         self,
         body: Mapping[str, Any],
-        exported: Sequence[list[dict[str, Any]]],
+        shapes: Sequence[Shape],
+        last_of: Sequence[int],
         breakpoints: Sequence[int],
-    ) -> dict[str, Any]:
-        head, _ = split(body)
-        messages: list[dict[str, Any]] = []
-        last_of: list[int] = []
-        for produced in exported:
-            messages.extend(produced)
-            last_of.append(len(messages) - 1)
-        out = dict(body)
+        ttls: Sequence[str],
+    ) -> list[tuple[int, str]]:
         model = body.get("model")
-        if caches_at_breakpoints(model if isinstance(model, str) else None):
-            _place(messages, last_of, breakpoints, MAX_BREAKPOINTS - _own_breakpoints(head))
-        out["messages"] = [*head, *messages]
-        return out
+        if not caches_at_breakpoints(model if isinstance(model, str) else None):
+            return []
+        messages = body.get("messages")
+        head = messages[: prompt_length(messages)] if isinstance(messages, list) else []
+        room = MAX_BREAKPOINTS - _own_breakpoints(head)
+        # OpenAI's entries all live as long: a breakpoint asks no lifetime.
+        return [(at, "5m") for at in _place(shapes, last_of, breakpoints, room)]
 
-    def problems(self, body: Mapping[str, Any]) -> int:
-        return len(payload_problems("openai", body))
+    def mark(self, message: Mapping[str, Any], ttl: str) -> dict[str, Any]:
+        return _marked(dict(message))
+
+    def body_edits(self, body: Mapping[str, Any], marked: Sequence[str]) -> dict[str, Any]:
+        retention = retention_to_ask(body)
+        return {} if retention is None else {RETENTION_KEY: retention}
 
     def billed(self, usage: object) -> Billed | None:
         return openai_billed(usage)
+
+
+REASONING: Final = "reasoning_content"
+_MERGED_KEYS = frozenset({"role", "content", "tool_calls", REASONING})
+
+
+def _parts(content: object) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content) if isinstance(content, list) else []
 
 
 def _own_breakpoints(head: Sequence[Any]) -> int:
@@ -190,8 +248,8 @@ def _own_breakpoints(head: Sequence[Any]) -> int:
 
 
 def _place(
-    messages: list[dict[str, Any]], last_of: list[int], breakpoints: Sequence[int], room: int
-) -> None:
+    shapes: Sequence[Shape], last_of: Sequence[int], breakpoints: Sequence[int], room: int
+) -> list[int]:
     """The daemon's breakpoints, latest first, each on the nearest message at or before its
     entry's last one that can carry it (one that falls on or after a later mark is dropped)."""
     marked: list[int] = []
@@ -199,12 +257,12 @@ def _place(
         if len(marked) >= room or not 0 <= index < len(last_of):
             continue
         at = last_of[index]
-        while at >= 0 and messages[at]["role"] == "assistant":
+        while at >= 0 and shapes[at].role == "assistant":
             at -= 1
         if at < 0 or (marked and at >= marked[-1]):
             continue
-        messages[at] = _marked(messages[at])
         marked.append(at)
+    return marked
 
 
 def _marked(message: dict[str, Any]) -> dict[str, Any]:

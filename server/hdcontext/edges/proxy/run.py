@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from aiohttp import web
 from yarl import URL
 
 from ...core.compression.types import SummarizeRequest, SummarizerError
-from ...core.session import SessionSummarizer
+from ...core.session import CompactResult, SessionSummarizer
 from ...core.settings import Settings, resolve
 from ..daemon import memory
 from ..daemon.daemon import Daemon
@@ -41,10 +42,11 @@ from ..storage.store import (
     mark_once,
     prepare_folder,
 )
-from .app import ProxyState, build_app
-from .compactor import DEFAULT_BOUND_S, Compactor
+from .app import ProxyState, build_app, refresher
+from .compactor import DEFAULT_BOUND_S, Compactor, now_ms
 from .dashboard import Dashboard
 from .guard import allowed_hosts, is_loopback
+from .keepwarm import KeepWarm
 from .upstream import Upstream
 
 log = logging.getLogger(__name__)
@@ -90,7 +92,13 @@ class Proxy:
         openai: str = OPENAI_UPSTREAM,
         bound_s: float = DEFAULT_BOUND_S,
         context_limit: int | None = None,
+        keep_warm: bool = False,
+        clock: Callable[[], int] = now_ms,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
+        """``keep_warm``: make the refresh calls the daemon names (its sessions need
+        ``cache.refresh`` for it to name any); ``clock`` and ``sleep`` time them (a test
+        passes its own)."""
         compactor = Compactor(daemon, bound_s)
         compactor.context_limit = context_limit
         self.state = ProxyState(
@@ -102,8 +110,15 @@ class Proxy:
             dashboard=Dashboard(
                 daemon.storage_dir,
                 lambda: resolve({}, daemon.settings.current()).values.cache_prices,
+                flush=compactor.saved,
             ),
         )
+        if keep_warm:
+
+            async def refresh(session_id: str, at: int) -> CompactResult:
+                return await daemon.refresh_result({"sessionId": session_id, "at": at})
+
+            self.state.keep_warm = KeepWarm(refresh, refresher(self.state), clock, sleep)
         self._runner: web.AppRunner | None = None
         self.host = ""
         self.port = 0
@@ -130,9 +145,22 @@ class Proxy:
         return f"http://{'[' + host + ']' if ':' in host else host}:{self.port}"
 
     async def stop(self) -> None:
+        if self.state.keep_warm is not None:
+            await self.state.keep_warm.close()  # the keys it held go with it
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+
+def proxy_settings(cache_ttl: str = "auto", keep_warm: bool = False) -> IdeSettings:
+    """The settings of the sessions the proxy opens: no editor sends any, so these are the
+    proxy's options (``--cache-ttl``, ``--keep-warm``); a session's own overrides (an agent
+    that asks an hour) come on top."""
+    settings = IdeSettings()
+    errors = settings.set_initial({"cache": {"ttl": cache_ttl, "refresh": keep_warm}})
+    if errors:
+        raise ValueError("; ".join(str(e) for e in errors))
+    return settings
 
 
 def storage_notice(storage: Path, retention: Retention, setting: str = "--retention-days N") -> str:
@@ -158,9 +186,11 @@ def serve_proxy(
     bound_s: float,
     context_limit: int | None = None,
     retention: Retention | None = None,
+    cache_ttl: str = "auto",
+    keep_warm: bool = False,
 ) -> int:
     """``hdcontext proxy`` until interrupted; its exit code."""
-    memory.configure()
+    memory.configure(memory.PROXY_MMAP_THRESHOLD, memory.PROXY_TRIM_THRESHOLD)
     os.umask(PRIVATE_UMASK)
     if not is_loopback(host):
         print(
@@ -184,7 +214,18 @@ def serve_proxy(
         print(storage_notice(storage, kept), file=sys.stderr, flush=True)
     try:
         return asyncio.run(
-            _serve(host, port, storage, anthropic, openai, bound_s, context_limit, kept)
+            _serve(
+                host,
+                port,
+                storage,
+                anthropic,
+                openai,
+                bound_s,
+                context_limit,
+                kept,
+                proxy_settings(cache_ttl, keep_warm),
+                keep_warm,
+            )
         )
     except KeyboardInterrupt:
         return 0
@@ -199,8 +240,10 @@ async def _serve(
     bound_s: float,
     context_limit: int | None,
     retention: Retention,
+    settings: IdeSettings | None = None,
+    keep_warm: bool = False,
 ) -> int:
-    daemon = Daemon(_NoEditor(), storage, IdeSettings(), retention=retention)
+    daemon = Daemon(_NoEditor(), storage, settings or IdeSettings(), retention=retention)
     try:
         await daemon.start()
     except StoreError as exc:
@@ -208,7 +251,12 @@ async def _serve(
         print(f"hdcontext proxy: {exc}", file=sys.stderr, flush=True)
         return EXIT_UNUSABLE
     proxy = Proxy(
-        daemon, anthropic=anthropic, openai=openai, bound_s=bound_s, context_limit=context_limit
+        daemon,
+        anthropic=anthropic,
+        openai=openai,
+        bound_s=bound_s,
+        context_limit=context_limit,
+        keep_warm=keep_warm,
     )
     try:
         listening = await proxy.start(host, port)
@@ -220,7 +268,8 @@ async def _serve(
         f"hdcontext proxy listening on {proxy.url} (port {listening}; anthropic upstream "
         f"{proxy.state.upstreams['anthropic'].shown()}, openai upstream "
         f"{proxy.state.upstreams['openai'].shown()}; sessions in {storage}, idle ones "
-        f"{retention.describe()}; what it saved: {proxy.url}/)",
+        f"{retention.describe()}; "
+        f"{'refresh calls on (--keep-warm); ' if keep_warm else ''}what it saved: {proxy.url}/)",
         file=sys.stderr,
         flush=True,
     )

@@ -7,13 +7,18 @@ per chunk. Anthropic gives its input and cache figures in ``message_start`` and 
 ``message_delta`` (and, in ``cache_creation``, how many cache writes were made for an hour);
 OpenAI gives one ``usage`` object, in the last chunk of a stream (when the
 client asked for it with ``stream_options.include_usage``).
+
+How the answer ended is read along too (Anthropic's ``stop_reason``, OpenAI's
+``finish_reason``): an answer that calls a tool is followed by the agent's next call within
+seconds, one that answers waits on a person. The daemon weighs a refresh call by it, since the
+proxy appends no answer to the session (``Session.note_waiting``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 import orjson
 
@@ -29,6 +34,9 @@ class Billed:
     cache_write_1h_tokens: int | None = None
     """Of the cache writes, those made for an hour (Anthropic's ``cache_creation``), when the
     answer says; it prices them at the hour's rate in ``hdcontext stats``."""
+    waits_on: Literal["tool", "person", "unknown"] = field(default="unknown", compare=False)
+    """What the answer leaves the session waiting on, from how it ended (not a figure of the
+    bill: two bills of the same counts are equal)."""
 
     def params(self, session_id: str, at: int) -> dict[str, Any]:
         return {
@@ -39,6 +47,31 @@ class Billed:
             "outputTokens": self.output_tokens,
             "at": at,
         }
+
+
+_TOOL_ENDS = frozenset({"tool_use", "tool_calls", "function_call"})
+_PERSON_ENDS = frozenset({"end_turn", "stop_sequence", "stop", "refusal"})
+
+
+def waits_on(reason: object) -> Literal["tool", "person", "unknown"]:
+    """What an answer that ended for ``reason`` waits on (a cut answer, ``max_tokens``, a
+    paused turn: the agent decides, so unknown)."""
+    if reason in _TOOL_ENDS:
+        return "tool"
+    if reason in _PERSON_ENDS:
+        return "person"
+    return "unknown"
+
+
+def _ended(data: Mapping[str, Any]) -> object:
+    """How a whole answer ended: Anthropic's ``stop_reason``, OpenAI's first choice's
+    ``finish_reason``."""
+    if "stop_reason" in data:
+        return data.get("stop_reason")
+    choices = data.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        return choices[0].get("finish_reason")
+    return None
 
 
 def count(value: object) -> int:
@@ -88,7 +121,10 @@ def from_json(body: bytes, billed: Callable[[object], Billed | None]) -> Billed 
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
         return None
-    return billed(data.get("usage")) if isinstance(data, Mapping) else None
+    if not isinstance(data, Mapping):
+        return None
+    found = billed(data.get("usage"))
+    return None if found is None else replace(found, waits_on=waits_on(_ended(data)))
 
 
 class StreamUsage:
@@ -103,6 +139,7 @@ class StreamUsage:
         self._partial = bytearray()
         self._usage: dict[str, Any] = {}
         self._seen = False
+        self._ended: object = None
 
     def feed(self, chunk: bytes) -> None:
         data = self._partial + chunk if self._partial else chunk
@@ -113,7 +150,9 @@ class StreamUsage:
         self._partial = bytearray(rest) if len(rest) <= self.MAX_LINE else bytearray()
 
     def _line(self, line: bytes | bytearray) -> None:
-        if not line.startswith(b"data:") or b'"usage"' not in line:
+        if not line.startswith(b"data:") or (
+            b'"usage"' not in line and b'"finish_reason":"' not in line
+        ):
             return
         try:
             event = orjson.loads(line[5:])
@@ -128,6 +167,9 @@ class StreamUsage:
             if isinstance(usage, dict):
                 self._usage = usage
                 self._seen = True
+            reason = _ended(event)
+            if reason is not None:
+                self._ended = reason
 
     def _anthropic(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -138,6 +180,9 @@ class StreamUsage:
                 self._usage = dict(usage)
                 self._seen = True
         elif kind == "message_delta":
+            delta = event.get("delta")
+            if isinstance(delta, dict) and delta.get("stop_reason") is not None:
+                self._ended = delta.get("stop_reason")
             usage = event.get("usage")
             if isinstance(usage, dict):
                 # Later figures of the same call: the delta's non-null ones win.
@@ -151,6 +196,5 @@ class StreamUsage:
             self._partial = bytearray()
         if not self._seen:
             return None
-        if self._provider == "anthropic":
-            return anthropic_billed(self._usage)
-        return openai_billed(self._usage)
+        found = (anthropic_billed if self._provider == "anthropic" else openai_billed)(self._usage)
+        return None if found is None else replace(found, waits_on=waits_on(self._ended))

@@ -353,8 +353,8 @@ def figures_json(figures: Mapping[str, Any] | None) -> str:
 
 def render(figures: Mapping[str, Any] | None, *, nonce: str | None = None) -> str:
     """The page, showing ``figures`` (``core.stats.page_json``'s shape); ``None``: empty
-    until figures are posted to it. ``nonce``: put on its script, for a host whose content
-    security policy allows scripts by nonce (a webview)."""
+    until figures are posted to it. ``nonce``: put on its script and its style, for a host
+    whose content security policy allows them by nonce only (the editor's webview)."""
     nonce_attr = f' nonce="{html.escape(nonce, quote=True)}"' if nonce else ""
     return (
         "<!DOCTYPE html>\n"
@@ -362,7 +362,7 @@ def render(figures: Mapping[str, Any] | None, *, nonce: str | None = None) -> st
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta name="referrer" content="no-referrer">'
         "<title>hdcontext: what it saved</title>"
-        f"<style>{_STYLE}</style></head>"
+        f"<style{nonce_attr}>{_STYLE}</style></head>"
         '<body><main id="app"></main>'
         f'<script type="application/json" id="{DATA_ID}">{figures_json(figures)}</script>'
         f"<script{nonce_attr}>{_SCRIPT}</script>"

@@ -10,10 +10,12 @@ may have broken).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...core.calls import CallRow
 from ...core.stats import PriceOverrides, Report, build, checked_prices, page_json
 from ..storage.store import ReadOnly, StoreError
 
@@ -48,9 +50,25 @@ def read(
             overrides = db.overrides()
     except StoreError as exc:
         raise StatsError(str(exc)) from None
+    only = None if found is None else [found]
+    return Read(of_rows(rows, overrides, stored, prices=prices, since=since, only=only), found)
+
+
+def of_rows(
+    rows: Sequence[CallRow],
+    overrides: Mapping[str, Mapping[str, object]],
+    stored: Sequence[str],
+    *,
+    prices: PriceOverrides | None = None,
+    since: int | None = None,
+    only: Sequence[str] | None = None,
+) -> Report:
+    """The report of rows already read (``rows``: of the sessions ``only`` names, or of all),
+    each session priced by the user's ``prices`` over its own ``cache.prices`` (``overrides``).
+    ``stored``: every stored session's id, to count those with no call kept."""
     own: dict[str, PriceOverrides] = {}
     for sid, values in overrides.items():
-        if found is not None and sid != found:
+        if only is not None and sid not in only:
             continue
         value = values.get(PRICES_KEY)
         if value is not None:
@@ -58,14 +76,13 @@ def read(
                 own[sid] = checked_prices(value, f"session {sid}'s setting {PRICES_KEY}")
             except ValueError as exc:
                 raise StatsError(str(exc)) from None
-    report = build(
+    return build(
         rows,
         prices=prices or {},
         session_prices=own,
         since=since,
-        stored_sessions=stored if found is None else (),
+        stored_sessions=stored if only is None else (),
     )
-    return Read(report, found)
 
 
 def _one(stored: list[str], asked: str, folder: Path) -> str:

@@ -303,6 +303,17 @@ class Summary:
     updated: int
 
 
+@dataclass(frozen=True)
+class StatsRows:
+    """The figures' sources in a storage folder: counts and ids, never content."""
+
+    calls: list[CallRow]
+    overrides: dict[str, dict[str, object]]
+    """Each session's own settings, by id (its ``cache.prices`` prices its calls)."""
+    stored: list[str]
+    """Every stored session's id."""
+
+
 class Store:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -593,6 +604,24 @@ class Store:
         return await self._run(run)
 
     # -- transcript export --------------------------------------------------------------------
+
+    async def calls_for_stats(self, session_ids: Sequence[str] | None) -> StatsRows:
+        """What ``hdcontext stats`` reads of the folder, read through this store's own
+        connection (a daemon holds the folder's lock, and reads what it wrote): the calls of
+        these sessions (all: ``None``), every session's own settings, every stored id."""
+
+        def run(db: sqlite3.Connection) -> StatsRows:
+            try:
+                stored = [str(sid) for (sid,) in db.execute("SELECT id FROM sessions ORDER BY id")]
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot read {self.path}: {exc}") from None
+            return StatsRows(
+                calls=_select_calls(db, self.path, session_ids),
+                overrides=_select_overrides(db, self.path),
+                stored=stored,
+            )
+
+        return await self._run(run)
 
     def transcript_path(self, session_id: str) -> Path:
         """A file name that any session id maps to safely and uniquely."""
@@ -926,18 +955,7 @@ class ReadOnly:
         none from a database no daemon that keeps them has opened."""
         if self._db is None:
             return []
-        where, args = ("WHERE session_id=? ", (session_id,)) if session_id is not None else ("", ())
-        try:
-            rows = self._db.execute(
-                f"SELECT {_CALL_COLUMNS} FROM calls {where}ORDER BY session_id, seq", args
-            ).fetchall()
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):
-                return []
-            raise StoreError(f"cannot read {self.path}: {exc}") from None
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot read {self.path}: {exc}") from None
-        return [_call_row(row) for row in rows]
+        return _select_calls(self._db, self.path, None if session_id is None else [session_id])
 
     def overrides(self) -> dict[str, dict[str, object]]:
         """Each stored session's own settings (``history/setOverride``), by id: a session's
@@ -945,15 +963,7 @@ class ReadOnly:
         counts as none."""
         if self._db is None:
             return {}
-        out: dict[str, dict[str, object]] = {}
-        try:
-            rows = self._db.execute("SELECT id, state FROM sessions").fetchall()
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot read {self.path}: {exc}") from None
-        for sid, state in rows:
-            with contextlib.suppress(ValueError, KeyError, TypeError):
-                out[str(sid)] = dict(SessionState.from_json(state).overrides)
-        return out
+        return _select_overrides(self._db, self.path)
 
     def exported(self, session_id: str) -> Path | None:
         """The session's exported transcript (an LLM summary's pointer), if there is one."""
@@ -992,6 +1002,53 @@ class ReadOnly:
                 )
             )
         return out
+
+
+_IDS_PER_QUERY = 500
+
+
+def _select_calls(
+    db: sqlite3.Connection, path: Path, session_ids: Sequence[str] | None
+) -> list[CallRow]:
+    """The rows of ``calls`` of these sessions (all: ``None``), by session and order. Ids go
+    in ranges of ``_IDS_PER_QUERY`` (an older SQLite takes 999 parameters at most), in sorted
+    order, so the ranges' rows follow each other in session order."""
+    if session_ids is None:
+        return _calls_where(db, path, "", ())
+    ids = sorted(set(session_ids))
+    rows: list[CallRow] = []
+    for start in range(0, len(ids), _IDS_PER_QUERY):
+        part = tuple(ids[start : start + _IDS_PER_QUERY])
+        rows += _calls_where(db, path, f"WHERE session_id IN ({', '.join('?' * len(part))}) ", part)
+    return rows
+
+
+def _calls_where(
+    db: sqlite3.Connection, path: Path, where: str, args: tuple[str, ...]
+) -> list[CallRow]:
+    try:
+        rows = db.execute(
+            f"SELECT {_CALL_COLUMNS} FROM calls {where}ORDER BY session_id, seq", args
+        ).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise StoreError(f"cannot read {path}: {exc}") from None
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {path}: {exc}") from None
+    return [_call_row(row) for row in rows]
+
+
+def _select_overrides(db: sqlite3.Connection, path: Path) -> dict[str, dict[str, object]]:
+    out: dict[str, dict[str, object]] = {}
+    try:
+        rows = db.execute("SELECT id, state FROM sessions").fetchall()
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {path}: {exc}") from None
+    for sid, state in rows:
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            out[str(sid)] = dict(SessionState.from_json(state).overrides)
+    return out
 
 
 def _count(value: object) -> int | None:
