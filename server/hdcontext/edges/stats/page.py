@@ -94,6 +94,16 @@ _SCRIPT = r"""
     return sign + "$" + v.toLocaleString("en-US",
       {minimumFractionDigits: 2, maximumFractionDigits: 2});
   }
+  function axisMoney(max) {
+    // The axis's steps are a quarter of its top: with a small top, cents would print the
+    // same label twice, so the labels take the digits the step needs.
+    var step = max / 4;
+    var digits = step > 0 && step < 0.01 ? Math.min(6, Math.ceil(-Math.log10(step))) : 2;
+    return function (v) {
+      return "$" + v.toLocaleString("en-US",
+        {minimumFractionDigits: digits, maximumFractionDigits: digits});
+    };
+  }
   function tokens(n) {
     if (n === null || n === undefined) return "\u2013";
     var a = Math.abs(n);
@@ -141,7 +151,7 @@ _SCRIPT = r"""
     var max = niceMax(Math.max.apply(null, priced.map(function (d) {
       return Math.max(d.cost, d.without);
     }).concat([0])));
-    axes(root, w, h, pad, max, money);
+    axes(root, w, h, pad, max, axisMoney(max));
     var n = Math.max(days.length, 1);
     var slot = (w - pad.left - pad.right) / n;
     var bar = Math.max(1, Math.min(28, slot * 0.36));
