@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hdcontext.core.cache.prices import PRICES, binds_thinking, lookup
+from hdcontext.core.cache.schedule import Candidate
 from hdcontext.core.compression.types import SummarizeRequest
 from hdcontext.core.content import (
     Block,
@@ -30,6 +31,8 @@ from hdcontext.core.content import (
     entry_from_json,
     entry_json,
 )
+from hdcontext.core.density.edits import BlockEdit, Edit
+from hdcontext.core.density.types import DensityResult
 from hdcontext.core.session import CompactResult, Session, SessionSummarizer
 from hdcontext.core.settings import Settings
 from hdcontext.core.thinking import (
@@ -191,6 +194,38 @@ def test_an_edit_waits_while_the_latest_turn_calls_tools() -> None:
     assert not waits({1}, None, bound=True)
     assert compression_waits(turn, True) and not compression_waits(turn, False)
     assert not compression_waits(Turn(5, 6, calls=False, thinks=True), True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    bound=st.booleans(),
+    removed=st.sets(st.integers(0, 6), max_size=2),
+    edits=st.lists(st.sets(st.integers(-2, 12), min_size=1, max_size=4), max_size=8),
+)
+def test_the_session_holds_the_edits_waits_names(
+    bound: bool, removed: set[int], edits: list[set[int]]
+) -> None:
+    """The session reads ``waits`` through the view's keys, without the positions of every
+    edit: the same edits wait, whatever keys they name (some no longer in the view)."""
+    s = session(BOUND if bound else UNBOUND)
+    s.append(loop())
+    for key in sorted(removed, reverse=True):  # some keys leave the view
+        if key < len(s.history.raw) - 2:
+            s.history.apply_density_result(DensityResult((key,), {}))
+    listed = [
+        Candidate(Edit("masking", tuple(BlockEdit(k, 0) for k in keys)), 0, 0) for keys in edits
+    ]
+    turn = latest_turn(s.history.raw_json)
+    expected = {
+        id(c)
+        for c in listed
+        if waits(
+            {p for k in c.edit.keys if (p := s.history.position(k)) is not None},
+            turn,
+            binds_thinking(s.model),
+        )
+    }
+    assert s._held(listed) == expected
 
 
 def test_unbound_takes_the_thinking_from_a_place_on_and_nothing_else() -> None:

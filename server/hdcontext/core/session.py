@@ -62,7 +62,7 @@ from .settings import Resolved, Settings, resolve, validate
 from .state import CacheState, ReplyMark, SessionState
 from .stored import Blob, Entries
 from .sync import Lineage
-from .thinking import compression_waits, first_change, keeps, latest_turn, unbound, waits
+from .thinking import compression_waits, first_change, keeps, latest_turn, unbound
 from .todos import latest_todo_write
 
 
@@ -567,11 +567,19 @@ class Session:
         if turn is None or not turn.calls:
             return set()
         bound = binds_thinking(self.model)
+        # ``thinking.waits`` read through the view's keys, which increase with its indices: an edit
+        # touches the turn when it holds a key from the turn's first to its last, and starts
+        # before it when it holds a key below the first. Only such keys are looked up.
+        keys = history.keys
+        first, last = keys[turn.start], keys[turn.stop - 1]
+        before = bound and turn.thinks
+        position = history.position
         held: set[int] = set()
         for c in candidates:
-            positions = {p for k in c.edit.keys if (p := history.position(k)) is not None}
-            if waits(positions, turn, bound):
-                held.add(id(c))
+            for k in c.edit.keys:
+                if (first <= k <= last or (before and k < first)) and position(k) is not None:
+                    held.add(id(c))
+                    break
         return held
 
     async def _compress(self, strategy: CompressionStrategy, r: Resolved) -> CompressionReport:
@@ -710,9 +718,9 @@ class Session:
         starts = [
             p
             for c in outcome.waiting
-            if (p := history.position(c.edit.first_key)) is not None
+            if not c.edit.free_only  # it waits for a cold cache: no anchor pays for it
+            and (p := history.position(c.edit.first_key)) is not None
             and p < call.unchanged
-            and not c.edit.free_only  # it waits for a cold cache: no anchor pays for it
         ]
         free_waiting = sum(c.saving for c in outcome.waiting if c.edit.free_only)
         breakpoints = cache.prompt.place(call, starts)

@@ -40,6 +40,7 @@ each breakpoint on an entry held, so that it reads and keeps them.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol, TypeAlias
@@ -141,9 +142,11 @@ class PromptCache:
         if call.slots < 2:
             tail = (call.length,)
             live = [q for q in live if _reaches(call, q, tail)]
+        live.sort()  # asked once per waiting edit: the largest at or before ``i`` by bisection
 
         def restart(i: int) -> int:
-            return max((q for q in live if q <= i), default=0)
+            k = bisect_right(live, i)
+            return live[k - 1] if k else 0
 
         return restart
 

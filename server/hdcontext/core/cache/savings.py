@@ -18,30 +18,56 @@ from .schedule import Candidate
 class Savings:
     def __init__(self) -> None:
         self._known: dict[object, tuple[Edit, int]] = {}
+        self._shapes: dict[int, tuple[Edit, object, Candidate]] = {}
+        """``id(edit)`` -> the edit, its key in ``_known`` and its last candidate: a pass
+        hands the same edit object again while it waits (``edits.Replacements``), and its
+        key and candidate are then not made again. The edit is held, so its id names no
+        other object meanwhile."""
 
     def forget(self) -> None:
         self._known = {}
+        self._shapes = {}
 
     def candidates(
         self, edits: Sequence[Edit], history: History, entry_of: Callable[[int], IContent]
     ) -> list[Candidate]:
         """Each edit with the first working-view index it touches and what it saves."""
         known = self._known
+        shapes = self._shapes
         self._known = {}
+        self._shapes = {}
+        position = history.position
         out: list[Candidate] = []
         for edit in edits:
-            key = (edit.rule, tuple((b.key, b.block, b.new is None) for b in edit.blocks))
+            shape = shapes.get(id(edit))
+            if shape is None or shape[0] is not edit or id(edit) in self._shapes:
+                shape = None  # an edit listed twice gets a candidate of its own each time
+                key: object = (
+                    edit.rule,
+                    tuple((b.key, b.block, b.new is None) for b in edit.blocks),
+                )
+            else:
+                key = shape[1]
             cached = known.get(key)
-            if cached is not None and cached[0] == edit:
+            if cached is not None and (cached[0] is edit or cached[0] == edit):
                 saving = cached[1]
             else:
                 saving = 0
                 for k, (_, new) in edited_entries([edit], entry_of).items():
-                    index = history.position(k)
+                    index = position(k)
                     assert index is not None
                     kept = 0 if new is None or is_empty_ai(new) else history.count(new)
                     saving += history.curated_tokens_at(index) - kept
             self._known[key] = (edit, saving)
-            start = min(p for k in edit.keys if (p := history.position(k)) is not None)
-            out.append(Candidate(edit, start, saving))
+            # The view's keys increase with its indices: the smallest key's index, when the
+            # view holds it, is the smallest index.
+            start = position(edit.first_key)
+            if start is None:
+                start = min(p for k in edit.keys if (p := position(k)) is not None)
+            if shape is not None and shape[2].start == start and shape[2].saving == saving:
+                candidate = shape[2]
+            else:
+                candidate = Candidate(edit, start, saving)
+            self._shapes[id(edit)] = (edit, key, candidate)
+            out.append(candidate)
         return out

@@ -77,12 +77,17 @@ def plan(
     costly = sorted((c for c in candidates if c.start < cached_end), key=lambda c: c.start)
     best, best_net = len(costly), 0.0
     saved = 0
+    # Where the read restarts takes few values (the live cache entries): each is counted once.
+    counted: dict[int, int] = {}
     for k in range(len(costly) - 1, -1, -1):
         saved += costly[k].saving
         if k > 0 and costly[k - 1].start == costly[k].start:
             continue  # edits that start at one entry go together
         start = costly[k].start
-        after = tokens_between(start if restart is None else restart(start), cached_end)
+        cut = start if restart is None else restart(start)
+        after = counted.get(cut)
+        if after is None:
+            after = counted[cut] = tokens_between(cut, cached_end)
         rewrite = (after - saved) * pricing.write - after * pricing.read
         net = horizon * saved * pricing.read - rewrite
         if net > best_net and rewrite <= budget:

@@ -51,13 +51,26 @@ class Edit:
     saving to repay a rewrite (masking with ``cold``: what it takes out is worth having only
     when nothing cached is lost for it)."""
 
+    _keys: frozenset[int] = field(init=False, repr=False, compare=False)
+    """``keys`` and ``first_key``, made once: the schedule asks every waiting edit for them
+    at every compact."""
+
+    _first_key: int | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        keys = frozenset(b.key for b in self.blocks)
+        object.__setattr__(self, "_keys", keys)
+        object.__setattr__(self, "_first_key", min(keys) if keys else None)
+
     @property
     def keys(self) -> frozenset[int]:
-        return frozenset(b.key for b in self.blocks)
+        return self._keys
 
     @property
     def first_key(self) -> int:
-        return min(b.key for b in self.blocks)
+        if self._first_key is None:
+            raise ValueError("an edit of no block has no first key")
+        return self._first_key
 
     @property
     def positions(self) -> frozenset[Position]:

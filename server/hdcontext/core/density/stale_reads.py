@@ -135,6 +135,9 @@ class StaleReadPass:
         self._fates: dict[str, Fate] = {}
         self._protected: set[str] = set()
         self._point_edits: dict[str, Edit] = {}
+        self._drop_edits: dict[str, tuple[list[Position], Edit]] = {}
+        """The last ``propose``'s drop edits, by read: the same blocks make the same edit
+        object again (the schedule then knows it), not a new one each compact."""
         self._covered: set[str] = set()  # write calls a later whole view of their files covers
         self._pointed: set[Position] = set()  # write calls whose content is the pointer already
         self._input_edits: dict[str, Edit | None] = {}
@@ -216,11 +219,18 @@ class StaleReadPass:
             covered = self._input_edit(call_id, context)
             if covered is not None:
                 edits.append(covered)
+        built = self._drop_edits
+        self._drop_edits = {}
         for call_id, fate in self._fates.items():
             if fate is Fate.DROP:
                 positions = [self._facts[call_id].position]
                 positions.extend(p for p, _ in self._responses.get(call_id, ()))
-                edits.append(drop(self.rule, positions))
+                known = built.get(call_id)
+                edit = known[1] if known is not None and known[0] == positions else None
+                if edit is None:
+                    edit = drop(self.rule, positions)
+                self._drop_edits[call_id] = (positions, edit)
+                edits.append(edit)
             else:
                 edit = self._point_edit(call_id, context)
                 if edit is not None:
