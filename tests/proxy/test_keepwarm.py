@@ -122,3 +122,13 @@ async def test_an_unknown_session_ends_its_timer_quietly() -> None:
     warm.note("s1", _caller(), 1_280_000)
     await _settle()
     assert world.sent == [] and warm.made == 0
+
+
+async def test_the_key_is_not_kept_once_no_refresh_is_waiting() -> None:
+    world = _World(plan=[(False, None)])
+    warm = KeepWarm(world.refresh, world.send, world.clock, world.sleep)
+    warm.note("s1", _caller("sk-secret"), 1_280_000)
+    await _settle()
+    assert world.asked and not world.sent
+    assert warm.pending() == {}
+    assert "s1" not in warm._callers  # the key held for it is gone

@@ -23,7 +23,6 @@ started with ``--keep-warm``, and then:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -113,6 +112,17 @@ class KeepWarm:
             timer.cancel()
 
     async def _run(self, session_id: str, refresh_at: int) -> None:
+        try:
+            await self._refreshes(session_id, refresh_at)
+        finally:
+            # Done (nothing pays, the session is gone, a call failed): the key is not kept
+            # longer than a refresh may need it. A timer replaced by a newer call's leaves
+            # the newer one's caller alone.
+            if self._timers.get(session_id) is asyncio.current_task():
+                del self._timers[session_id]
+                self._callers.pop(session_id, None)
+
+    async def _refreshes(self, session_id: str, refresh_at: int) -> None:
         at: int | None = refresh_at
         while at is not None:
             wait_s = max(0.0, (at - self._clock()) / 1000)
@@ -125,7 +135,6 @@ class KeepWarm:
                 result = await self._refresh(session_id, now)
             except Exception as exc:  # an unknown session (deleted), a clock gone back
                 log.info("keep-warm %s: no refresh (%s)", session_id, type(exc).__name__)
-                self._callers.pop(session_id, None)
                 return
             if not result.history.blobs:
                 log.debug("keep-warm %s: a refresh does not pay now", session_id)
@@ -137,9 +146,3 @@ class KeepWarm:
                 return
             self.made += 1
             at = result.cache.refresh_at
-
-
-async def cancelled(task: asyncio.Task[Any]) -> None:
-    """Wait for a cancelled task to end (no warning about a task destroyed while pending)."""
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
