@@ -171,9 +171,10 @@ describe('e2e: first use, the extension sets up its own daemon', { timeout: 10 *
             await reply(run, /Read it: \d+ lines/);
             const reloaded = Date.now() - since;
             figures.afterReloadRequestMs = reloaded;
-            const daemons = daemonsFrom(envDir);
-            assert.equal(daemons.length, 1, 'a daemon runs from the environment');
-            assert.notEqual(daemons[0], oldPid, 'a new one, started by the new window');
+            // The old window's daemon may outlive the reload for a while (code-server keeps
+            // its extension host for a reconnection): the new window's is the other one.
+            const daemons = daemonsFrom(envDir).filter((pid) => pid !== oldPid);
+            assert.equal(daemons.length, 1, 'a new daemon runs from the environment, started by the new window');
             assert.deepEqual(marker(), before, 'the environment was not made again');
             const output = run.outputChannel('hdcontext');
             assert.equal(output.match(/setting up the daemon: Installing/g)?.length, 1, 'one install, by the first window');
@@ -185,6 +186,10 @@ describe('e2e: first use, the extension sets up its own daemon', { timeout: 10 *
 
     it('a pythonPath naming a missing file: the clear error, and the request goes to the model unchanged', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
         await run.guarded(async () => {
+            // The previous window's daemon: code-server may keep that window's extension
+            // host (and so its daemon) alive for a while after the reload, waiting for it to
+            // reconnect; what this test claims is that the new window starts none.
+            const earlier = daemonsFrom(envDir);
             // Scope "machine": the remote's settings.json; a reload reads it.
             fs.writeFileSync(run.machineSettingsFile, JSON.stringify({ 'hdcontext.server.pythonPath': MISSING_PYTHON }, null, 2));
             await run.reload();
@@ -208,15 +213,8 @@ describe('e2e: first use, the extension sets up its own daemon', { timeout: 10 *
                 assert.equal(c.tokens, sent[i].tokens, `request ${i + 1}: what the agent sent, unchanged`);
                 assert.equal((c.messages as Message[]).length, sent[i].messages);
             });
-            // The previous window's daemon exits once its client is gone, which on a loaded
-            // machine can take a while after the reload; a daemon the missing Python let
-            // start would stay.
-            let left = daemonsFrom(envDir);
-            for (const until = Date.now() + 60_000; left.length > 0 && Date.now() < until;) {
-                await new Promise((done) => setTimeout(done, 250));
-                left = daemonsFrom(envDir);
-            }
-            assert.equal(left.length, 0, `no daemon: the setting wins (still running: ${left.join(', ')})`);
+            const started = daemonsFrom(envDir).filter((pid) => !earlier.includes(pid));
+            assert.deepEqual(started, [], 'no daemon: the setting wins');
             assert.equal(await run.page.locator(TOAST).filter({ hasText: 'went to' }).count(), 0, 'said once: no second warning per request');
             t.diagnostic(`requests unchanged: ${calls.map((c) => c.tokens).join(', ')} tokens`);
         });
