@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeVar
 from ...core.cache.rhythm import Waiting
 from ...core.compression.types import CompressionError, SummarizerError
 from ...core.content import Block, IContent, entries_json
+from ...core.history import Prepared
 from ...core.replies import Status, SyncReply
 from ...core.session import (
     CompactResult,
@@ -37,6 +38,7 @@ from ...core.settings import FIELDS, SettingError, resolve
 from ...core.stored import Entries
 from ..storage.store import Store, StoreError
 from . import memory
+from .conversation import Conversation
 from .conversation import conversation as resent_conversation
 from .ide_settings import IdeSettings
 from .json_text import JsonText
@@ -266,17 +268,8 @@ class Daemon:
         p = parse_params(SyncParams, raw)
         digests = await asyncio.to_thread(conversation.digests)
         async with self.registry.lock(p.session_id):
-            session = await self.registry.find(p.session_id)
-            held = session.sync_point(digests) if session is not None else 0
-            given = conversation.entries_from(held)
-            new = (
-                given
-                if given is not None
-                else parse_entries_from(conversation.raw_from(held), held)
-            )
-            if session is None:
-                session = await self._open(p.session_id, None, None)
-            prepared = await asyncio.to_thread(session.prepare, new)
+            taken = await self._sync_entries(p.session_id, conversation, digests)
+            session, held, new, prepared = taken
 
             def change() -> SyncOutcome:
                 if p.model:
@@ -345,20 +338,8 @@ class Daemon:
         else:
             digests = await asyncio.to_thread(conversation.digests)
         async with self.registry.lock(p.session_id):
-            session = await self.registry.find(p.session_id)
-            held = session.sync_point(digests) if session is not None else 0
-            given = conversation.entries_from(held)
-            new = (
-                given
-                if given is not None
-                else parse_entries_from(conversation.raw_from(held), held)
-            )
-            if session is None:
-                session = await self._open(p.session_id, None, None)
-            if len(new) <= INLINE_ENTRIES:
-                prepared = session.prepare(new)
-            else:
-                prepared = await asyncio.to_thread(session.prepare, new)
+            taken = await self._sync_entries(p.session_id, conversation, digests)
+            session, held, new, prepared = taken
 
             outcome: list[SyncOutcome] = []  # for the DEBUG line
 
@@ -402,6 +383,24 @@ class Daemon:
             memory.release()
         await self.update_watcher()
         return result
+
+    async def _sync_entries(
+        self, session_id: str, conversation: Conversation, digests: list[bytes]
+    ) -> tuple[Session, int, list[IContent], Prepared]:
+        """What a sync appends, under the session's lock: the session (opened when new),
+        how many of ``digests`` it holds already, the entries after those (as the client's
+        bulk path gave them, else parsed), and those entries counted (on a thread when many)."""
+        session = await self.registry.find(session_id)
+        held = session.sync_point(digests) if session is not None else 0
+        given = conversation.entries_from(held)
+        new = given if given is not None else parse_entries_from(conversation.raw_from(held), held)
+        if session is None:
+            session = await self._open(session_id, None, None)
+        if len(new) <= INLINE_ENTRIES:
+            prepared = session.prepare(new)
+        else:
+            prepared = await asyncio.to_thread(session.prepare, new)
+        return session, held, list(new), prepared
 
     async def _open(self, session_id: str, model: str | None, limit: int | None) -> Session:
         overrides: dict[str, object] = {} if limit is None else {"contextLimit": limit}

@@ -14,9 +14,7 @@ and to keep no copy.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import signal
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -29,6 +27,7 @@ from ...core.stats import PriceOverrides
 from ..stats.page import CONTENT_SECURITY_POLICY, render
 from ..stats.report import StatsError, page_figures
 from .guard import allowed_hosts, refusal
+from .interrupt import until_interrupted
 
 log = logging.getLogger(__name__)
 
@@ -156,13 +155,8 @@ def serve_page(dashboard: Dashboard, port: int) -> int:
             file=sys.stderr,
             flush=True,
         )
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, stop.set)
         try:
-            await stop.wait()
+            await until_interrupted()
         finally:
             await runner.cleanup()
         return 0

@@ -13,10 +13,8 @@ show in the editor).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
-import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -46,6 +44,7 @@ from .app import ProxyState, build_app, refresher
 from .compactor import DEFAULT_BOUND_S, Compactor, now_ms
 from .dashboard import Dashboard
 from .guard import allowed_hosts, is_loopback
+from .interrupt import until_interrupted
 from .keepwarm import KeepWarm
 from .upstream import Upstream
 
@@ -273,13 +272,8 @@ async def _serve(
         file=sys.stderr,
         flush=True,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
     try:
-        await stop.wait()
+        await until_interrupted()
     finally:
         await proxy.stop()
         await daemon.shutdown()
