@@ -317,7 +317,7 @@ export class CodeServerRun {
             }
         }
         this.mark('done');
-        if (this.failed) {
+        if (this.failed || process.env.HDCONTEXT_E2E_KEEP_LOGS) {
             const logs = path.join(this.artifacts, 'logs');
             fs.mkdirSync(logs, { recursive: true });
             fs.cpSync(this.dir, logs, {
