@@ -5,7 +5,8 @@
 # that is gone fails both times. The run fails when a suite fails twice. Before the second try,
 # and again as the run's last lines (where CI's excerpt of the output is), it prints what the
 # failed window logged: hdcontext's output channel and the chat fixture's hops, times and names
-# only, never a conversation's content. A suite that passed only on its second try is named.
+# only, never a conversation's content; its screenshots and logs stay in test-artifacts/<run>.first-try/.
+# A suite that passed only on its second try is named.
 #
 #   run.sh [suite.e2e.test.js ...]   default: every suite in out/build/test/e2e/
 set -uo pipefail
@@ -45,7 +46,15 @@ for suite in "${SUITES[@]}"; do
     continue
   fi
   digest "$suite" 1 | tee -a "$DIGEST"
-  echo "e2e: $(basename "$suite") failed; running it once more"
+  # The failed try's screenshots and logs stay, beside the second try's: <run>.first-try/.
+  for d in "$ARTIFACTS"/*/; do
+    d=${d%/}
+    case "$d" in *.first-try) continue ;; esac
+    if [ -n "$(find "$d" -newer "$SINCE" -print -quit)" ]; then
+      rm -rf "$d.first-try" && mv "$d" "$d.first-try"
+    fi
+  done
+  echo "e2e: $(basename "$suite") failed; running it once more (the first try's files: test-artifacts/*.first-try/)"
   touch "$SINCE"
   if node --test --test-concurrency=1 --test-reporter=spec "$suite"; then
     retried+=("$(basename "$suite")")
