@@ -55,6 +55,8 @@ export class WrappingModels implements vscode.LanguageModelChatProvider, vscode.
     readonly onDidChangeLanguageModelChatInformation = this.changed.event;
     private readonly disposables: vscode.Disposable[] = [];
     private listed = '';
+    /** Each wrapped vendor's models as last listed (`targets`). */
+    private readonly lastListed = new Map<string, readonly Target[]>();
 
     constructor(private readonly host: WrapperHost) {
         this.disposables.push(
@@ -76,7 +78,13 @@ export class WrappingModels implements vscode.LanguageModelChatProvider, vscode.
 
     async provideLanguageModelChatInformation(): Promise<vscode.LanguageModelChatInformation[]> {
         const targets = await this.targets();
-        this.listed = signature(targets);
+        const listed = signature(targets);
+        if (listed !== this.listed) {
+            // A "· hdcontext" model that leaves the list takes the chat panel's choice with it
+            // (the panel falls back to another model): the log says when the set changed.
+            this.host.log(`models to wrap: ${targets.length ? targets.map((m) => `${m.vendor}/${m.id}`).join(', ') : 'none'}`);
+        }
+        this.listed = listed;
         return targets.map((m) => modelInformation(m));
     }
 
@@ -198,12 +206,27 @@ export class WrappingModels implements vscode.LanguageModelChatProvider, vscode.
         }
     }
 
-    /** The models of the vendors to wrap, never our own. */
+    /**
+     * The models of the vendors to wrap, never our own. A vendor whose listing fails keeps its
+     * last one: dropping its models for a moment would make the chat panel drop the user's
+     * "· hdcontext" choice for another model, and the next requests would bypass hdcontext.
+     */
     private async targets(): Promise<Target[]> {
         const configured = vscode.workspace.getConfiguration(SETTINGS_SECTION).get<string[]>(WRAP_SETTING, DEFAULT_WRAP_VENDORS) ?? [];
         const vendors = [...new Set(configured.filter((v) => typeof v === 'string' && v && v !== WRAP_VENDOR))];
         // By vendor: an unfiltered selectChatModels() inside a provider's own listing never returns.
-        const lists = await Promise.all(vendors.map((vendor) => Promise.resolve(vscode.lm.selectChatModels({ vendor })).catch(() => [])));
+        const lists = await Promise.all(
+            vendors.map(async (vendor) => {
+                try {
+                    const models = await vscode.lm.selectChatModels({ vendor });
+                    this.lastListed.set(vendor, models);
+                    return models;
+                } catch (err) {
+                    this.host.log(`listing the models of ${vendor} failed (${errorText(err)}): its last list is kept`);
+                    return this.lastListed.get(vendor) ?? [];
+                }
+            }),
+        );
         return lists.flat();
     }
 

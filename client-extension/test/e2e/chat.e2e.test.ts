@@ -25,7 +25,7 @@ import type { Locator } from 'playwright-core';
 import { formatTokens } from '../../src/status';
 import { bigFile } from '../helpers/conversation';
 import { EXTENSION_ROOT, VENV_PYTHON } from '../helpers/realDaemon';
-import { MODEL, pairingProblems, pickModel, readLog, reply as replyIn, send as sendIn, toolIds, widenChat, type Message } from './chatPanel';
+import { MODEL, pairingProblems, pickedModel, pickModel, readLog, reply as replyIn, send as sendIn, toolIds, widenChat, type Message } from './chatPanel';
 import { ARTIFACTS, CodeServerRun, E2E_VSIX, EDITOR_TESTS_SKIPPED, poll, STEP_MS } from './codeServer';
 
 const FIXTURE_VSIX = path.join(EXTENSION_ROOT, 'out', 'e2e', 'hdcontext-chat-e2e-fixture.vsix');
@@ -92,6 +92,8 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
 
     it('turn 1, a file read: the reply is shown, the backend got the conversation', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
         await run.guarded(async () => {
+            // The panel drops a choice whose model leaves the list (then the requests bypass hdcontext).
+            assert.equal(await pickedModel(run), MODEL, 'the picked model is still the chat panel\'s');
             const since = Date.now();
             await send('@agent read src/app.py');
             const text = await reply(/Read it: \d+ lines/);
@@ -198,6 +200,7 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
 
     it('hdcontext_retrieve, offered with the chat\'s tools, gives back the pruned read', { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
         await run.guarded(async () => {
+            assert.equal(await pickedModel(run), MODEL, 'the picked model is still the chat panel\'s');
             const since = Date.now();
             await send(`@agent retrieve ${readCallId}`);
             await reply(/hdcontext_retrieve returned \d+ characters/);

@@ -83,6 +83,12 @@ export async function dismissOtherToasts(run: CodeServerRun): Promise<void> {
     }
 }
 
+/** The model the chat panel's picker shows now ("Models, <name>"). */
+export async function pickedModel(run: CodeServerRun): Promise<string> {
+    const label = (await run.page.locator(PICKER).first().getAttribute('aria-label', { timeout: 5000 }).catch(() => null)) ?? '';
+    return label.replace(/^Models, /, '');
+}
+
 /** Types a request into the chat input (replacing what is there) and sends it. */
 export async function send(run: CodeServerRun, text: string): Promise<void> {
     await dismissOtherToasts(run);

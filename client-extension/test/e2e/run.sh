@@ -29,11 +29,11 @@ digest() {
   done < <(find "$ARTIFACTS" -path '*/logs/*' -name '*-hdcontext.log' -newer "$SINCE" 2>/dev/null | sort)
   while IFS= read -r hops; do
     found=1
-    echo "$hops (hop, ms after the first):"
+    echo "$hops (hop[the agent's model], ms after the first):"
     node -e '
       const lines = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
       const t0 = lines.length ? lines[0].at : 0;
-      console.log(lines.map((l) => `${l.hop}+${l.at - t0}`).join(" "));' "$hops"
+      console.log(lines.map((l) => `${l.hop}${l.hop === "agent" ? "[" + l.model + "]" : ""}+${l.at - t0}`).join(" "));' "$hops"
   done < <(find "$ARTIFACTS" -name 'chat.log' -newer "$SINCE" 2>/dev/null | sort)
   [ "$found" = 1 ] || echo "(no window logs were kept)"
 }

@@ -262,6 +262,8 @@ export const state = {
     executed: [] as Array<{ command: string; args: unknown[] }>,
     models: [] as FakeModel[],
     selectorsAsked: [] as unknown[],
+    /** Vendors whose selectChatModels rejects (a provider failing to list). */
+    failingVendors: new Set<string>(),
     /** What the extension registered with vscode.lm and vscode.chat. */
     chatProviders: new Map<string, unknown>(),
     tools: new Map<string, unknown>(),
@@ -294,6 +296,7 @@ export function resetState(): void {
     state.executed = [];
     state.models = [];
     state.selectorsAsked = [];
+    state.failingVendors = new Set();
     state.chatProviders = new Map();
     state.tools = new Map();
     state.participants = new Map();
@@ -471,6 +474,9 @@ export const vscodeMock = {
         },
         selectChatModels(selector: { vendor?: string; id?: string; family?: string } = {}) {
             state.selectorsAsked.push(selector);
+            if (selector.vendor !== undefined && state.failingVendors.has(selector.vendor)) {
+                return Promise.reject(new Error(`${selector.vendor} cannot list its models now`));
+            }
             return Promise.resolve(
                 state.models.filter(
                     (m) =>

@@ -122,6 +122,25 @@ describe('WrappingModels', () => {
         models.dispose();
     });
 
+    it("a vendor whose listing fails keeps its models (the chat panel keeps the user's choice); the log says when the set changes", async () => {
+        state.models = [backend('copilot', 'gpt-test', 'GPT Test')] as never;
+        state.config['hdcontext.chat.wrapVendors'] = ['copilot'];
+        const logged: string[] = [];
+        const models = new WrappingModels({ ...host, log: (l) => logged.push(l) });
+        const ids = async () => (await models.provideLanguageModelChatInformation()).map((m) => m.id);
+        assert.deepEqual(await ids(), ['copilot/gpt-test']);
+        state.failingVendors.add('copilot');
+        assert.deepEqual(await ids(), ['copilot/gpt-test'], 'kept through a failed listing');
+        state.failingVendors.clear();
+        state.models = [];
+        assert.deepEqual(await ids(), [], 'a model the vendor no longer lists goes');
+        assert.deepEqual(
+            logged.filter((l) => l.startsWith('models to wrap') || l.startsWith('listing')),
+            ['models to wrap: copilot/gpt-test', 'listing the models of copilot failed (copilot cannot list its models now): its last list is kept', 'models to wrap: none'],
+        );
+        models.dispose();
+    });
+
     it('provideTokenCount asks the real model', async () => {
         state.models = [backend()] as never;
         const models = new WrappingModels(host);
