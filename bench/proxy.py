@@ -12,9 +12,10 @@ is the path every turn takes.
 What it reports, each side by side with a direct call to the same upstream:
 
 * **added latency per request** at 1× and 10×: each turn appends one tool call and its result,
-  then sends the request twice, straight to the upstream and through the proxy, in
-  alternating order (a slow spell of the machine falls on both); the overhead of a turn is the
-  proxied time minus the direct time of that same turn (p50, p99); and the proxy process's
+  then sends the request three times, straight to the upstream, through a bare aiohttp relay
+  (``relay.py``: the floor of any proxy on this stack) and through the proxy, in an order that
+  turns (a slow spell of the machine falls on all); the overhead of a turn is the proxied (or
+  relayed) time minus the direct time of that same turn (p50, p99); and the proxy process's
   CPU time per request over those turns, which the machine's other work does not inflate as
   it does wall times (the load average is printed before and after);
 * **a new conversation's first request** (the proxy, warmed by another conversation, has never
@@ -230,9 +231,8 @@ class _Proxy:
         self.process: asyncio.subprocess.Process | None = None
         self.url = ""
 
-    async def __aenter__(self) -> _Proxy:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
+    def command(self) -> list[str]:
+        return [
             "-m",
             "hdcontext",
             "proxy",
@@ -246,7 +246,11 @@ class _Proxy:
             str(CONTEXT_LIMIT),
             "--log-level",
             "WARNING",
-            stderr=asyncio.subprocess.PIPE,
+        ]
+
+    async def __aenter__(self) -> _Proxy:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, *self.command(), stderr=asyncio.subprocess.PIPE
         )
         assert process.stderr is not None
         self.process = process
@@ -279,6 +283,13 @@ class _Proxy:
         if self.process is not None:
             self.process.terminate()
             await self.process.wait()
+
+
+class _Relay(_Proxy):
+    """``bench/relay.py`` in its own process: the floor of a proxy on hdcontext's stack."""
+
+    def command(self) -> list[str]:
+        return ["-m", "bench.relay", "--upstream", self.upstream]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -317,6 +328,16 @@ async def _pair(
     return took[direct], took[proxy]
 
 
+async def _trio(
+    client: aiohttp.ClientSession, direct: str, relay: str, proxy: str, body: bytes, k: int
+) -> tuple[float, float, float]:
+    """(direct, relayed, proxied) times of one body, in an order that turns with ``k``."""
+    urls = (direct, relay, proxy)
+    order = urls[k % 3 :] + urls[: k % 3]
+    took = {url: await _post(client, url, body) for url in order}
+    return took[direct], took[relay], took[proxy]
+
+
 def _ms(values: list[float]) -> dict[str, float]:
     ms = [v * 1000 for v in values]
     return {
@@ -349,27 +370,38 @@ async def measure(t: Transcript, times: int, turns: int = TURNS) -> dict[str, An
     entries = repeated(t.entries, times)
     messages = _messages(entries)
     direct: list[float] = []
+    relayed: list[float] = []
     proxied: list[float] = []
     report: dict[str, Any] = {"times": times, "entries": len(entries), "turns": turns}
     with tempfile.TemporaryDirectory(prefix="hdcontext-bench-proxy-") as scratch:
         storage = Path(scratch) / "storage"
         async with _Upstream() as upstream, aiohttp.ClientSession() as client:
-            async with _Proxy(upstream.url, storage) as proxy:
+            async with (
+                _Proxy(upstream.url, storage) as proxy,
+                _Relay(upstream.url, storage) as relay,
+            ):
                 await _warm(client, proxy.url, t)
+                await _warm(client, relay.url, t)
                 report["first_request"] = _first(
                     *await _pair(client, upstream.url, proxy.url, _body(messages), 1)
                 )
-                cpu = 0.0
+                cpu = relay_cpu = 0.0
                 for k in range(WARMUP + turns):
                     messages = [*messages, *_turn(k, t.root)]
                     body = _body(messages)
                     if k == WARMUP:
                         cpu = proxy.cpu_s
-                    took = await _pair(client, upstream.url, proxy.url, body, k)
+                    if k == WARMUP:
+                        relay_cpu = relay.cpu_s
+                    took = await _trio(client, upstream.url, relay.url, proxy.url, body, k)
                     if k >= WARMUP:
                         direct.append(took[0])
-                        proxied.append(took[1])
+                        relayed.append(took[1])
+                        proxied.append(took[2])
                 report["proxy_cpu_ms_per_request"] = round((proxy.cpu_s - cpu) * 1000 / turns, 1)
+                report["relay_cpu_ms_per_request"] = round(
+                    (relay.cpu_s - relay_cpu) * 1000 / turns, 1
+                )
                 report["rss_after_turns_bytes"] = proxy.rss
             if times > 1:
                 async with _Proxy(upstream.url, storage) as proxy:
@@ -382,8 +414,10 @@ async def measure(t: Transcript, times: int, turns: int = TURNS) -> dict[str, An
     report.update(
         body_mb=round(len(body) / 1e6, 2),
         direct=_ms(direct),
+        relayed=_ms(relayed),
         proxied=_ms(proxied),
         overhead=_ms(overhead),
+        relay_overhead=_ms([r - d for r, d in zip(relayed, direct, strict=True)]),
     )
     return report
 
@@ -535,8 +569,12 @@ def table(report: dict[str, Any]) -> str:
         f"| straight to the upstream | {cell(one, 'direct')} | {cell(ten, 'direct')} |",
         f"| through the proxy | {cell(one, 'proxied')} | {cell(ten, 'proxied')} |",
         f"| **added** (same turn, paired) | {cell(one, 'overhead')} | {cell(ten, 'overhead')} |",
+        "| added by a bare aiohttp relay (bench/relay.py: the floor) | "
+        f"{cell(one, 'relay_overhead')} | {cell(ten, 'relay_overhead')} |",
         "| the proxy's CPU time per request (whatever the load) | "
         f"{one['proxy_cpu_ms_per_request']} ms | {ten['proxy_cpu_ms_per_request']} ms |",
+        "| the bare relay's CPU time per request | "
+        f"{one['relay_cpu_ms_per_request']} ms | {ten['relay_cpu_ms_per_request']} ms |",
         "| a new conversation's first request (direct → proxied) | "
         f"{first(one, 'first_request')} | {first(ten, 'first_request')} |",
         "| the next request after a restart of the proxy | "
