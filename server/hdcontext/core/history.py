@@ -122,6 +122,7 @@ class History:
     def __init__(self, counter: Callable[[IContent], int] = count_entry) -> None:
         self._count = counter
         self._view = _View([], [], [], [], [], [], [], [])
+        self._layout = 0  # counts every change but an append (``layout``)
         self._compressed_upto = 0  # transcript entries a compression summarized, at most
         self._curated_len = 0
         self._total = 0
@@ -158,6 +159,12 @@ class History:
     def timestamps(self) -> Sequence[int | None]:
         """``timestamps[i]`` is ``raw[i].timestamp``, without parsing the entry."""
         return self._view.stamps
+
+    @property
+    def layout(self) -> int:
+        """Changes with every change but an append. While it stays the same, the entries the
+        view held keep their indices, counts and flags: what was learnt of them still holds."""
+        return self._layout
 
     def position(self, key: int) -> int | None:
         """The index of the entry with ``key`` in the working view, if it is there."""
@@ -309,6 +316,7 @@ class History:
             added=tuple((old.keys[i], replaced[i][0]) for i in sorted(replaced)),
         )
         self._view = _View(raw, counts, keys, shown, stamps, curated, origins, blocks)
+        self._layout += 1
         self._curated_len = sum(shown)
         self._total = sum(curated)
         self._touched(touched[0])
@@ -377,6 +385,7 @@ class History:
             old.origins[:index],
             old.blocks[:index],
         )
+        self._layout += 1
         self._curated_len = sum(self._view.shown)
         self._total = sum(self._view.curated_tokens)
         self._touched(index)
@@ -447,6 +456,7 @@ class History:
             raise ValueError("one parsed entry per entry")
         blocks = [_shown_blocks(e) for e in entries]
         self._view = _View(blobs, counts, keys, shown, stamps, curated, origins, blocks)
+        self._layout += 1
         self._curated_len = sum(shown)
         self._total = sum(curated)
         self.journal.reset()
@@ -517,6 +527,7 @@ class History:
             del values[snap.length :]
         del snap.transcript[snap.transcript_length :]
         self._view = view
+        self._layout += 1
         self._transcript = snap.transcript
         (
             self._curated_len,

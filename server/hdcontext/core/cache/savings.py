@@ -2,7 +2,10 @@
 
 The schedule weighs what an edit saves against what it costs, and an edit may wait for many
 turns: counting its entries again at every compact would make a long wait a long cost. The
-count of an edit is kept while the same edit is proposed, and forgotten when it is not.
+count of an edit is kept while the same edit is proposed, and forgotten when it is not. While
+the history has only grown since (``History.layout``), a waiting edit's candidate is the very
+one of the last compaction: its entries kept their indices and counts, so nothing of it is
+looked up again, and a compaction's work follows what is new.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from .schedule import Candidate
 class Savings:
     def __init__(self) -> None:
         self._known: dict[object, tuple[Edit, int]] = {}
+        self._history: History | None = None
+        self._layout = -1  # the history's layout when the candidates in _shapes were made
         self._shapes: dict[int, tuple[Edit, object, Candidate]] = {}
         """``id(edit)`` -> the edit, its key in ``_known`` and its last candidate: a pass
         hands the same edit object again while it waits (``edits.Replacements``), and its
@@ -27,6 +32,7 @@ class Savings:
     def forget(self) -> None:
         self._known = {}
         self._shapes = {}
+        self._history = None
 
     def candidates(
         self, edits: Sequence[Edit], history: History, entry_of: Callable[[int], IContent]
@@ -34,6 +40,8 @@ class Savings:
         """Each edit with the first working-view index it touches and what it saves."""
         known = self._known
         shapes = self._shapes
+        grown = self._history is history and self._layout == history.layout
+        self._history, self._layout = history, history.layout
         self._known = {}
         self._shapes = {}
         position = history.position
@@ -46,6 +54,11 @@ class Savings:
                     edit.rule,
                     tuple((b.key, b.block, b.new is None) for b in edit.blocks),
                 )
+            elif grown:  # the same edit, its entries where they were: the same candidate
+                self._known[shape[1]] = (edit, shape[2].saving)
+                self._shapes[id(edit)] = shape
+                out.append(shape[2])
+                continue
             else:
                 key = shape[1]
             cached = known.get(key)
