@@ -173,7 +173,7 @@ class PromptCache:
             [c for c in candidates if id(c) not in waiting],
             cached_end=cached_end,
             tokens_between=call.view.tokens_between,
-            pricing=call.pricing,
+            pricing=_rewritten_at(call),
             horizon=self.ledger.horizon(),
             budget=self.ledger.budget(),
             restart=restart,
@@ -367,3 +367,14 @@ def _anchor_before(call: Call, start: int) -> int | None:
         if call.carries(p):
             return p
     return None
+
+
+def _rewritten_at(call: Call) -> Pricing:
+    """The prices a rewrite is written at: an hour's when every breakpoint asks an hour
+    (``cache.ttl: 1h``), where a rewrite costs 2x a token, not 1.25x. Priced at the five
+    minutes' write, a batch under the session's budget could cost more than it saved (a
+    session that ends right after it dearer than sending everything)."""
+    pricing = call.pricing
+    if call.lifetimes == "1h" and pricing.write_long is not None:
+        return replace(pricing, write=pricing.write_long)
+    return pricing
