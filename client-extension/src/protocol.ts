@@ -213,8 +213,12 @@ export interface UsageParams extends SessionParams {
     inputTokens: number;
     cacheReadTokens?: number;
     cacheWriteTokens?: number;
+    /** Of `cacheWriteTokens`, those written for an hour (priced at 2x, the rest at 1.25x). */
+    cacheWrite1hTokens?: number;
     outputTokens?: number;
     at?: number;
+    /** How the answer ended, as the provider said (`tool_use`, `end_turn`, …): what the session waits on. */
+    stopReason?: string;
 }
 /** `history/refresh`: what a refresh call sends at `at` (ms since the epoch; default: the daemon's clock). */
 export interface RefreshParams extends SessionParams {

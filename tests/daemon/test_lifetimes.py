@@ -130,3 +130,67 @@ async def test_a_bad_lifetime_setting_is_refused_and_the_previous_value_stands(
         assert err.code == -32602 and key in err.message
         got = await d.call("history/settings", {"sessionId": "s"})
         assert got["values"]["cache.ttl"] == "auto" and got["values"]["cache.refresh"] is False
+
+
+async def _paused(d: Any, session: str) -> int:
+    """A session whose calls saved tokens (a file read again and again, the stale reads pruned
+    at a cold call after a pause), its last call at 1,600,000 ms; the moment its refresh is due."""
+    await d.call("history/open", {"sessionId": session, "model": "claude-sonnet-4-6"})
+    for key, value in {"cache.refresh": True, "cache.maxBreakpoints": 2}.items():
+        await d.call("history/setOverride", {"sessionId": session, "key": key, "value": value})
+    look = [{"speaker": "human", "blocks": [{"type": "text", "text": "look"}]}]
+    await d.call("history/append", {"sessionId": session, "entries": look})
+    body = "".join(f"line {k} = compute({k})\n" for k in range(400))
+    at = 1_000_000
+    for n in range(8):
+        read = [
+            {
+                "speaker": "ai",
+                "blocks": [
+                    {
+                        "type": "tool_call",
+                        "id": f"r{n}",
+                        "name": "Read",
+                        "parameters": {"file_path": f"/w/{n % 2}.py"},
+                    }
+                ],
+            },
+            {
+                "speaker": "tool",
+                "blocks": [
+                    {"type": "tool_response", "callId": f"r{n}", "toolName": "Read", "result": body}
+                ],
+            },
+        ]
+        await d.call("history/append", {"sessionId": session, "entries": read})
+        await d.call("history/compact", {"sessionId": session, "at": at, "reply": "none"})
+        at += 20_000 if n != 5 else 400_000
+    last = await d.call("history/compact", {"sessionId": session, "at": 1_600_000})
+    due = last["cache"]["refreshAt"]
+    assert isinstance(due, int) and due > 1_600_000
+    return due
+
+
+async def test_a_client_that_appends_no_answer_says_how_it_ended(storage: Path) -> None:
+    """``history/usage``'s ``stopReason``: an answer that called a tool comes back within
+    seconds, so keeping its cache alive pays; one that waits on a person, or one whose end
+    nobody said, is not worth a refresh here."""
+    refreshed = {}
+    async with start_daemon(storage) as d:
+        for reason in ("tool_use", "end_turn", None):
+            session = f"s-{reason}"
+            due = await _paused(d, session)
+            # As billed: nearly all of it read from the cache, as the daemon expected.
+            usage: dict[str, Any] = {
+                "sessionId": session,
+                "inputTokens": 9_700,
+                "cacheReadTokens": 9_000,
+                "cacheWriteTokens": 500,
+                "at": 1_601_000,
+            }
+            if reason is not None:
+                usage["stopReason"] = reason
+            await d.call("history/usage", usage)
+            reply = await d.call("history/refresh", {"sessionId": session, "at": due})
+            refreshed[reason] = bool(reply["history"])
+    assert refreshed == {"tool_use": True, "end_turn": False, None: False}

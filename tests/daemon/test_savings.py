@@ -163,3 +163,44 @@ async def test_bad_params_are_refused_with_32602_and_change_nothing(storage: Pat
         with ReadOnly(storage) as db:
             assert db.calls() == rows
         assert len(d.tokens) == tokens  # no Status was sent: nothing changed
+
+
+async def test_writes_a_client_says_were_for_an_hour_are_priced_at_the_hour(
+    storage: Path,
+) -> None:
+    """``cacheWrite1hTokens``: the part of the writes made for an hour, billed at 2x the input
+    price where the rest is 1.25x (a client that reads Anthropic's ``cache_creation``)."""
+    async with start_daemon(storage) as d:
+        await one_call(d, "five", "claude-sonnet-4-5", SONNET_USAGE)
+        hour = {**SONNET_USAGE, "cacheWrite1hTokens": 18_000}
+        await one_call(d, "hour", "claude-sonnet-4-5", hour, at=T0 + 60_000)
+        figures = (await d.call("stats/savings", {}))["figures"]
+        cost = {s["sessionId"]: s["cost"] for s in figures["sessions"]}
+        row = lookup("claude-sonnet-4-5").row
+        assert row is not None and row.cache_write_1h is not None
+        assert abs(cost["five"] - sonnet_cost()) < 1e-6
+        expected = sonnet_cost() + 18_000 * (row.cache_write_1h - row.cache_write_5m) / 1e6
+        assert abs(cost["hour"] - expected) < 1e-6
+
+
+async def test_hour_writes_beyond_the_writes_are_refused_and_change_nothing(
+    storage: Path,
+) -> None:
+    async with start_daemon(storage) as d:
+        await one_call(d, "s", "claude-sonnet-4-5", SONNET_USAGE)
+
+        async def figures() -> dict[str, Any]:
+            found = dict((await d.call("stats/savings", {}))["figures"])
+            del found["generatedAt"]
+            return found
+
+        before = await figures()
+        for bad, path in (
+            ({**SONNET_USAGE, "cacheWrite1hTokens": 18_001}, "cacheWrite1hTokens"),
+            ({"inputTokens": 10, "cacheWrite1hTokens": 5}, "cacheWrite1hTokens"),
+            ({**SONNET_USAGE, "stopReason": "x" * 65}, "stopReason"),
+            ({**SONNET_USAGE, "stopReason": 7}, "stopReason"),
+        ):
+            err = await d.fails("history/usage", {"sessionId": "s", **bad})
+            assert err.code == -32602 and path in err.message
+        assert await figures() == before

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 
+from hdcontext.core.cache.rhythm import waiting_after as waits_on
 from hdcontext.edges.proxy.usage import (
     StreamUsage,
     anthropic_billed,
     from_json,
     openai_billed,
-    waits_on,
 )
 
 _USAGE = {"input_tokens": 10, "output_tokens": 2}

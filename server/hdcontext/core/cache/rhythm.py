@@ -28,6 +28,22 @@ Waiting: TypeAlias = Literal["tool", "person", "unknown"]
 """What an idle session waits on: a tool the model called, a person (the model answered), or
 the daemon does not know (the client has not appended the answer)."""
 
+_TOOL_ENDS = frozenset({"tool_use", "tool_calls", "function_call"})
+_PERSON_ENDS = frozenset({"end_turn", "stop_sequence", "stop", "refusal"})
+
+
+def waiting_after(reason: object) -> Waiting:
+    """What an answer that ended for ``reason`` (Anthropic's ``stop_reason``, OpenAI's
+    ``finish_reason``) leaves the session waiting on: a tool call comes back within seconds, an
+    answer waits on a person; a cut answer (``max_tokens``), a paused turn or a reason not
+    known: the agent decides, so unknown."""
+    if reason in _TOOL_ENDS:
+        return "tool"
+    if reason in _PERSON_ENDS:
+        return "person"
+    return "unknown"
+
+
 PAUSE_PRIOR = 0.1
 """The chance that a gap between two model calls outlives the default lifetime but not the
 longer one, before the session has shown its own."""

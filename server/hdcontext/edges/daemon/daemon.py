@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from ...core.cache.rhythm import Waiting
+from ...core.cache.rhythm import Waiting, waiting_after
 from ...core.compression.types import CompressionError, SummarizerError
 from ...core.content import Block, IContent, entries_json
 from ...core.history import Prepared
@@ -67,6 +67,7 @@ from .wire import (
     parse_entries_param,
     parse_params,
     parse_todos_param,
+    parse_usage,
     storage_unusable,
     summarizer_failed,
     unknown_call,
@@ -417,10 +418,11 @@ class Daemon:
         waiting: Waiting = "unknown",
     ) -> dict[str, Any]:
         """``history/usage``. ``write_1h_tokens``: of the cache writes, those made for an
-        hour, from an edge that read them in the provider's answer (the proxy); not on the
-        wire, whose ``cacheWriteTokens`` has no lifetime. ``waiting``: what the answer left
-        the session waiting on, from how it ended (the proxy appends no answer)."""
-        p = parse_params(UsageParams, raw)
+        hour, and ``waiting``: what the answer left the session waiting on, from an edge in
+        this process that read them in the provider's answer (the proxy); a client on the
+        wire says them with ``cacheWrite1hTokens`` and ``stopReason``."""
+        p = parse_usage(raw)
+        waiting = _waiting(p, waiting)
         async with self.registry.lock(p.session_id):
             session = await self.registry.get(p.session_id)
             if waiting != "unknown":
@@ -446,7 +448,8 @@ class Daemon:
         commit of its own would hold up the conversation's next request (and every other
         session's, behind it on the store's one thread). A crash loses the last call's
         figures at most, never an entry. ``waiting`` as for ``usage``."""
-        p = parse_params(UsageParams, raw)
+        p = parse_usage(raw)
+        waiting = _waiting(p, waiting)
         async with self.registry.lock(p.session_id):
             session = await self.registry.get(p.session_id)
             if waiting != "unknown":
@@ -684,8 +687,14 @@ def _record_usage(
         p.cache_write_tokens,
         p.output_tokens,
         at=p.at,
-        write_1h_tokens=write_1h_tokens,
+        write_1h_tokens=write_1h_tokens if write_1h_tokens is not None else p.cache_write_1h_tokens,
     )
+
+
+def _waiting(p: UsageParams, waiting: Waiting) -> Waiting:
+    """What the session waits on: as the edge in this process read it, else as the client's
+    ``stopReason`` says."""
+    return waiting if waiting != "unknown" else waiting_after(p.stop_reason)
 
 
 def _log_check(session_id: str, check: UsageCheck | None) -> None:

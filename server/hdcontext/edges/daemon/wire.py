@@ -118,8 +118,27 @@ class UsageParams(SessionParams):
     input_tokens: NonNegative = Field(alias="inputTokens")
     cache_read_tokens: NonNegative | None = Field(default=None, alias="cacheReadTokens")
     cache_write_tokens: NonNegative | None = Field(default=None, alias="cacheWriteTokens")
+    cache_write_1h_tokens: NonNegative | None = Field(default=None, alias="cacheWrite1hTokens")
+    """Of ``cacheWriteTokens``, those written for an hour (Anthropic's
+    ``cache_creation.ephemeral_1h_input_tokens``): billed at 2x, the rest at 1.25x."""
     output_tokens: NonNegative | None = Field(default=None, alias="outputTokens")
     at: NonNegative | None = None
+    stop_reason: Annotated[str, StringConstraints(max_length=64)] | None = Field(
+        default=None, alias="stopReason"
+    )
+    """How the answer ended, as the provider said (``tool_use``, ``end_turn``,
+    ``tool_calls``, ``stop``…): what the session now waits on, for a client that does not
+    append the answer before the next call."""
+
+
+def parse_usage(raw: object) -> UsageParams:
+    """``history/usage``'s params, the one-hour writes a part of the writes."""
+    p = parse_params(UsageParams, raw)
+    if p.cache_write_1h_tokens is not None and p.cache_write_1h_tokens > (
+        p.cache_write_tokens or 0
+    ):
+        raise invalid_params(["cacheWrite1hTokens: more than cacheWriteTokens"])
+    return p
 
 
 class RefreshParams(SessionParams):

@@ -22,6 +22,8 @@ from typing import Any, Literal
 
 import orjson
 
+from ...core.cache.rhythm import waiting_after
+
 
 @dataclass(frozen=True)
 class Billed:
@@ -47,20 +49,6 @@ class Billed:
             "outputTokens": self.output_tokens,
             "at": at,
         }
-
-
-_TOOL_ENDS = frozenset({"tool_use", "tool_calls", "function_call"})
-_PERSON_ENDS = frozenset({"end_turn", "stop_sequence", "stop", "refusal"})
-
-
-def waits_on(reason: object) -> Literal["tool", "person", "unknown"]:
-    """What an answer that ended for ``reason`` waits on (a cut answer, ``max_tokens``, a
-    paused turn: the agent decides, so unknown)."""
-    if reason in _TOOL_ENDS:
-        return "tool"
-    if reason in _PERSON_ENDS:
-        return "person"
-    return "unknown"
 
 
 def _ended(data: Mapping[str, Any]) -> object:
@@ -124,7 +112,7 @@ def from_json(body: bytes, billed: Callable[[object], Billed | None]) -> Billed 
     if not isinstance(data, Mapping):
         return None
     found = billed(data.get("usage"))
-    return None if found is None else replace(found, waits_on=waits_on(_ended(data)))
+    return None if found is None else replace(found, waits_on=waiting_after(_ended(data)))
 
 
 class StreamUsage:
@@ -197,4 +185,4 @@ class StreamUsage:
         if not self._seen:
             return None
         found = (anthropic_billed if self._provider == "anthropic" else openai_billed)(self._usage)
-        return None if found is None else replace(found, waits_on=waits_on(self._ended))
+        return None if found is None else replace(found, waits_on=waiting_after(self._ended))
