@@ -24,6 +24,7 @@ def test_the_stop_reasons_of_both_apis() -> None:
     assert waits_on("tool_use") == waits_on("tool_calls") == "tool"
     assert waits_on("end_turn") == waits_on("stop") == "person"
     assert waits_on("max_tokens") == waits_on(None) == waits_on("pause_turn") == "unknown"
+    assert waits_on(["tool_use"]) == waits_on({"stop": 1}) == "unknown"  # odd values, no error
 
 
 def test_a_whole_answer_says_how_it_ended() -> None:

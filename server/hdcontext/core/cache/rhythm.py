@@ -37,6 +37,8 @@ def waiting_after(reason: object) -> Waiting:
     ``finish_reason``) leaves the session waiting on: a tool call comes back within seconds, an
     answer waits on a person; a cut answer (``max_tokens``), a paused turn or a reason not
     known: the agent decides, so unknown."""
+    if not isinstance(reason, str):  # a provider's odd value (a list, an object): not known
+        return "unknown"
     if reason in _TOOL_ENDS:
         return "tool"
     if reason in _PERSON_ENDS:

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 
-from ...core.cache.rhythm import waiting_after
+from ...core.cache.rhythm import Waiting, waiting_after
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Billed:
     cache_write_1h_tokens: int | None = None
     """Of the cache writes, those made for an hour (Anthropic's ``cache_creation``), when the
     answer says; it prices them at the hour's rate in ``hdcontext stats``."""
-    waits_on: Literal["tool", "person", "unknown"] = field(default="unknown", compare=False)
+    waits_on: Waiting = field(default="unknown", compare=False)
     """What the answer leaves the session waiting on, from how it ended (not a figure of the
     bill: two bills of the same counts are equal)."""
 
