@@ -68,6 +68,11 @@ def test_layout_stays_through_appends_and_changes_with_anything_else() -> None:
         result_of([drop("recency", [(history.keys[1], 0)])], history.position, _entry_of(history))
     )
     assert history.layout != truncated, "an applied edit"
+    applied = history.layout
+    history.recalculate_total_tokens()
+    assert history.layout != applied, (
+        "a whole view installed again (a recount, a reload, compression)"
+    )
 
 
 def test_a_waiting_edit_keeps_its_candidate_while_the_history_only_grows() -> None:

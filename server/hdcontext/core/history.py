@@ -163,7 +163,9 @@ class History:
     @property
     def layout(self) -> int:
         """Changes with every change but an append. While it stays the same, the entries the
-        view held keep their indices, counts and flags: what was learnt of them still holds."""
+        view held keep their indices, counts and flags: what was learnt of them still holds
+        (``cache/savings.py`` leans on it). Whatever installs the view's lists or cuts them
+        bumps it: ``_install``, an applied edit, ``truncate``, ``restore_snapshot``."""
         return self._layout
 
     def position(self, key: int) -> int | None:
