@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .harness import start_daemon
+from .harness import start_daemon, text, tool_call, tool_response
 
 MINUTE = 60_000
 
@@ -138,29 +138,13 @@ async def _paused(d: Any, session: str) -> int:
     await d.call("history/open", {"sessionId": session, "model": "claude-sonnet-4-6"})
     for key, value in {"cache.refresh": True, "cache.maxBreakpoints": 2}.items():
         await d.call("history/setOverride", {"sessionId": session, "key": key, "value": value})
-    look = [{"speaker": "human", "blocks": [{"type": "text", "text": "look"}]}]
-    await d.call("history/append", {"sessionId": session, "entries": look})
+    await d.call("history/append", {"sessionId": session, "entries": [text("human", "look")]})
     body = "".join(f"line {k} = compute({k})\n" for k in range(400))
     at = 1_000_000
     for n in range(8):
         read = [
-            {
-                "speaker": "ai",
-                "blocks": [
-                    {
-                        "type": "tool_call",
-                        "id": f"r{n}",
-                        "name": "Read",
-                        "parameters": {"file_path": f"/w/{n % 2}.py"},
-                    }
-                ],
-            },
-            {
-                "speaker": "tool",
-                "blocks": [
-                    {"type": "tool_response", "callId": f"r{n}", "toolName": "Read", "result": body}
-                ],
-            },
+            tool_call(f"r{n}", "Read", {"file_path": f"/w/{n % 2}.py"}),
+            tool_response(f"r{n}", "Read", body),
         ]
         await d.call("history/append", {"sessionId": session, "entries": read})
         await d.call("history/compact", {"sessionId": session, "at": at, "reply": "none"})

@@ -421,18 +421,7 @@ class Daemon:
         hour, and ``waiting``: what the answer left the session waiting on, from an edge in
         this process that read them in the provider's answer (the proxy); a client on the
         wire says them with ``cacheWrite1hTokens`` and ``stopReason``."""
-        p = parse_usage(raw)
-        waiting = _waiting(p, waiting)
-        async with self.registry.lock(p.session_id):
-            session = await self.registry.get(p.session_id)
-            if waiting != "unknown":
-                session.note_waiting(waiting)
-            check = await self.registry.commit(
-                session, lambda: _record_usage(session, p, write_1h_tokens)
-            )
-            _log_check(p.session_id, check)
-            self._notify(session)
-            return session.status().to_wire()
+        return await self._usage(raw, write_1h_tokens, waiting, save=True)
 
     async def note_usage(
         self,
@@ -448,14 +437,25 @@ class Daemon:
         commit of its own would hold up the conversation's next request (and every other
         session's, behind it on the store's one thread). A crash loses the last call's
         figures at most, never an entry. ``waiting`` as for ``usage``."""
+        return await self._usage(raw, write_1h_tokens, waiting, save=False)
+
+    async def _usage(
+        self, raw: object, write_1h_tokens: int | None, waiting: Waiting, *, save: bool
+    ) -> dict[str, Any]:
         p = parse_usage(raw)
         waiting = _waiting(p, waiting)
         async with self.registry.lock(p.session_id):
             session = await self.registry.get(p.session_id)
             if waiting != "unknown":
                 session.note_waiting(waiting)
-            _log_check(p.session_id, _record_usage(session, p, write_1h_tokens))
-            self._noted.add(p.session_id)
+            if save:
+                check = await self.registry.commit(
+                    session, lambda: _record_usage(session, p, write_1h_tokens)
+                )
+            else:
+                check = _record_usage(session, p, write_1h_tokens)
+                self._noted.add(p.session_id)
+            _log_check(p.session_id, check)
             self._notify(session)
             return session.status().to_wire()
 
