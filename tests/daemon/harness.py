@@ -9,6 +9,7 @@ daemon sends on its own (``history/tokens``, ``window/logMessage``, ``history/su
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import sys
@@ -21,8 +22,11 @@ from typing import Any
 from lsprotocol import types
 from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcException
+from pygls.io_ import run_async
 from pytest_lsp import client_capabilities
 from pytest_lsp.client import LanguageClient, register_lsp_features
+
+from .spawn import spawn
 
 SERVER_MODULE = [sys.executable, "-m", "hdcontext", "serve"]
 SERVER_SCRIPT = [str(Path(sys.executable).with_name("hdcontext")), "serve"]
@@ -192,7 +196,7 @@ async def start_daemon(
         client.feature("history/summarize")(on_summarize)
 
     full_env = {**os.environ, **(env or {})}
-    await client.start_io(*(command or SERVER_MODULE), env=full_env)
+    await _start_io(client, command or SERVER_MODULE, full_env)
     _capture_stderr(client, daemon.stderr)
     options: dict[str, Any] = {"storageDir": str(storage), **(init_options or {})}
     if init_settings is not None:
@@ -211,6 +215,25 @@ async def start_daemon(
         if not daemon.killed:
             await asyncio.wait_for(client.shutdown_session(), 30)
         await asyncio.wait_for(stop(client), 30)
+
+
+async def _start_io(client: LanguageClient, command: list[str], env: dict[str, str]) -> None:
+    """pygls' ``start_io`` with the process from spawn.py (forked when it can be)."""
+    server = await spawn(command, env=env)
+    assert server.stdin is not None and server.stdout is not None
+    client.protocol.set_writer(server.stdin)
+    connection = asyncio.create_task(
+        run_async(
+            stop_event=client._stop_event,
+            reader=server.stdout,
+            protocol=client.protocol,
+            logger=logging.getLogger("pygls.client"),
+            error_handler=client.report_server_error,
+        )
+    )
+    notify_exit = asyncio.create_task(client._server_exit())  # type: ignore[no-untyped-call]
+    client._server = server  # type: ignore[assignment]
+    client._async_tasks.extend([connection, notify_exit])
 
 
 def _capture_stderr(client: LanguageClient, sink: bytearray) -> None:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .spawn import Process, spawn
+
 SERVE = [sys.executable, "-m", "hdcontext", "serve"]
 GUARD_S = 20.0
 """How long a test waits for an answer before it calls the daemon hung (a guard, not a
@@ -50,7 +52,7 @@ def dumps(message: Any) -> bytes:
 @dataclass
 class Peer:
     reader: asyncio.StreamReader
-    writer: asyncio.StreamWriter | asyncio.subprocess.Process
+    writer: asyncio.StreamWriter | Process
     notifications: list[dict[str, Any]] = field(default_factory=list)
     next_id: int = 1000
     started: bool = True
@@ -171,7 +173,7 @@ class Peer:
 
 @dataclass
 class StdioDaemon:
-    proc: asyncio.subprocess.Process
+    proc: Process
     peer: Peer
     stderr: bytearray
 
@@ -185,9 +187,8 @@ class StdioDaemon:
 
 @asynccontextmanager
 async def stdio_daemon(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[StdioDaemon]:
-    proc = await asyncio.create_subprocess_exec(
-        *SERVE,
-        *args,
+    proc = await spawn(
+        [*SERVE, *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -212,7 +213,7 @@ async def _collect(stream: asyncio.StreamReader, sink: bytearray) -> None:
         sink.extend(chunk)
 
 
-async def ended(proc: asyncio.subprocess.Process, timeout: float = GUARD_S) -> int | None:
+async def ended(proc: Process, timeout: float = GUARD_S) -> int | None:
     """The exit code, or None if it is still running after ``timeout``."""
     try:
         return await asyncio.wait_for(proc.wait(), timeout)
@@ -222,7 +223,7 @@ async def ended(proc: asyncio.subprocess.Process, timeout: float = GUARD_S) -> i
 
 @dataclass
 class TcpDaemon:
-    proc: asyncio.subprocess.Process
+    proc: Process
     host: str
     port: int
     token: str
@@ -242,14 +243,8 @@ async def tcp_daemon(
     storage: Path, *args: str, env: dict[str, str] | None = None
 ) -> AsyncIterator[TcpDaemon]:
     """``serve --tcp --port 0``: the port and token from its listening line."""
-    proc = await asyncio.create_subprocess_exec(
-        *SERVE,
-        "--tcp",
-        "--port",
-        "0",
-        "--storage-dir",
-        str(storage),
-        *args,
+    proc = await spawn(
+        [*SERVE, "--tcp", "--port", "0", "--storage-dir", str(storage), *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -17,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import NoReturn
 
 from ..core.compression.factory import STRATEGY_NAMES
 from ..core.compression.types import CompressionError, SummarizerError
@@ -554,14 +556,30 @@ def serve_main(args: argparse.Namespace) -> int:
     retention = Retention(args.retention_days)
     if args.tcp:
         folder = storage or default_storage()
-        return serve_tcp(
+        code = serve_tcp(
             args.host,
             args.port,
             storage=folder.resolve(),
             max_body=args.max_message_bytes,
             retention=retention,
         )
-    return serve_stdio(storage, args.max_message_bytes, retention)
+    else:
+        code = serve_stdio(storage, args.max_message_bytes, retention)
+    _leave(code)
+
+
+def _leave(code: int) -> NoReturn:
+    """End the daemon now that its work is done (its store closed, its watcher stopped, its
+    answers written): flush what is buffered and exit without the interpreter's teardown.
+
+    Tearing down the thousands of objects of the protocol's types took 0.3-0.4 s after ``exit``
+    on every stop, time an editor waits for before it closes (and every test that starts a
+    daemon paid it). Nothing is left to run at that point: no thread of ours, no atexit hook."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def proxy_main(args: argparse.Namespace) -> int:
