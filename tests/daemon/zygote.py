@@ -98,7 +98,7 @@ def _child(
 
         # What `python -m hdcontext ARGS` shows in sys.argv: the module's file, then ARGS.
         sys.argv = [str(Path(hdcontext.__file__).with_name("__main__.py")), *argv[3:]]
-        sys.path[0] = os.getcwd()
+        sys.path.insert(0, os.getcwd())  # as `python -m` puts the folder first
         from hdcontext.cli.main import main
 
         code = main(argv[3:])
