@@ -113,12 +113,14 @@ class Daemon:
         settings: IdeSettings,
         retrieve_tool: str | None = None,
         retention: Retention | None = None,
+        *,
+        durable: bool = True,
     ) -> None:
         self.client = client
         self.retrieve_tool = retrieve_tool
         self.storage_dir = storage_dir
         self.settings = settings
-        self.store = Store(storage_dir)
+        self.store = Store(storage_dir, durable=durable)
         self.roots: list[str] = []
         self.registry = Registry(self.store, self._make_session, settings.current)
         self.watcher = DiskWatcher(self.registry.note_disk_write, on_error=client.warn)

@@ -230,6 +230,12 @@ def serve_proxy(
         return 0
 
 
+def proxy_daemon(storage: Path, settings: IdeSettings, retention: Retention) -> Daemon:
+    """The daemon behind ``hdcontext proxy``: its commits are not flushed to the disk, since an
+    agent sends its whole conversation again with every request (storage/store.py)."""
+    return Daemon(_NoEditor(), storage, settings, retention=retention, durable=False)
+
+
 async def _serve(
     host: str,
     port: int,
@@ -242,7 +248,7 @@ async def _serve(
     settings: IdeSettings | None = None,
     keep_warm: bool = False,
 ) -> int:
-    daemon = Daemon(_NoEditor(), storage, settings or IdeSettings(), retention=retention)
+    daemon = proxy_daemon(storage, settings or IdeSettings(), retention)
     try:
         await daemon.start()
     except StoreError as exc:
