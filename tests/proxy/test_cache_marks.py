@@ -180,3 +180,24 @@ async def test_the_anthropic_client_asking_an_hour_is_answered_as_without_the_pr
         assert count_marks(body) <= 4 and request_order_ok(body)
         assert all(ttl_of(mark) == "1h" for mark in _message_marks(body))
         assert body["cache_control"] == ONE_HOUR
+
+
+async def test_an_hour_asked_only_in_a_later_request_is_heard(tmp_path: Path) -> None:
+    """The proxy looks through a request's new bytes only (the known messages were looked
+    through before): an hour first asked on a new message, or at the top of a later request,
+    is heard all the same, from that request on."""
+    turns = _turns(5, FIVE_MINUTES)
+    later = _turns(5, ONE_HOUR)
+    on_a_message = [*(_body(m, FIVE_MINUTES) for m in turns[:3]), _body(later[3], FIVE_MINUTES)]
+    at_the_top = [
+        *(_body(m, FIVE_MINUTES) for m in turns[:3]),
+        _body(turns[3], FIVE_MINUTES, cache_control=ONE_HOUR),
+    ]
+    for case, bodies in (("message", on_a_message), ("top", at_the_top)):
+        received, settings_of = await _through(tmp_path / case, bodies)
+        (settings,) = settings_of
+        assert settings["values"]["cache.ttl"] == "1h", case
+        assert all(ttl_of(mark) == "5m" for body in received[:3] for mark in _message_marks(body))
+        marks = _message_marks(received[3])
+        assert all(ttl_of(mark) == "1h" for mark in marks), case
+        assert marks or received[3]["cache_control"] == ONE_HOUR, case

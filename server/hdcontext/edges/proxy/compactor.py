@@ -178,6 +178,9 @@ class Memo:
     """The export mode the messages before it give (``api.export_mode``)."""
     pieces: Pieces | None = None
     """The messages the request sent (``None`` until one was sent)."""
+    no_long_mark: bool = False
+    """Its bytes were looked through for a mark asking an hour (``marks.asks_long_in``) and
+    held none: a request that shares its first bytes needs only the rest looked through."""
 
     @property
     def size(self) -> int:
@@ -490,7 +493,7 @@ class Compactor:
         # Kept at once: the bytes are read whatever becomes of the rest of the request.
         self._keep(session, _with_pieces(taken.memo, pieces))
         await self._hold(session)
-        overrides = self._lifetime(api, raw, taken.body, session)
+        overrides = self._lifetime(api, raw, taken.body, session, match)
         result = await self.daemon.sync_compact(self._params(session, taken), at, overrides)
         blobs = result.history.blobs
         breakpoints = tuple(result.cache.breakpoints) or (len(blobs) - 1,)
@@ -507,7 +510,10 @@ class Compactor:
             raise InvalidResult("the compacted request breaks the provider's rules")
         data = _body(api, raw, taken, built.messages, api.body_edits(taken.body, built.marked))
         built.pieces.size = len(data)
-        self._keep(session, _with_pieces(taken.memo, built.pieces))
+        memo = _with_pieces(taken.memo, built.pieces)
+        if api.name == "anthropic" and not overrides:
+            memo = replace(memo, no_long_mark=True)
+        self._keep(session, memo)
         if frozen:
             # A conversation taken in whole: what the daemon and the memo now hold of it
             # lives as long as the conversation; the collector need not walk it again.
@@ -552,7 +558,12 @@ class Compactor:
         return orjson.dumps(body)
 
     def _lifetime(
-        self, api: Api, raw: bytes, body: Mapping[str, Any], session: str
+        self,
+        api: Api,
+        raw: bytes,
+        body: Mapping[str, Any],
+        session: str,
+        match: _Match | None = None,
     ) -> dict[str, object]:
         """The session's overrides the request says about its cache's lifetime. An
         Anthropic agent that asked an hour on any mark (now or before: it does not change its
@@ -560,7 +571,7 @@ class Compactor:
         every mark the proxy writes asks an hour. An OpenAI request asking a day's retention
         (its own, or the proxy's) keeps entries longer than in memory."""
         if api.name == "anthropic":
-            if session in self._long or asks_long_in(raw):
+            if session in self._long or asks_long_in(_unread(raw, match)):
                 self._long[session] = None
                 self._long.move_to_end(session)
                 while len(self._long) > KEPT_LONG:
@@ -697,6 +708,17 @@ class Compactor:
         for task in list(self._ingests.values()):
             await asyncio.shield(task)
         await self.saved()
+
+
+def _unread(raw: bytes, match: _Match | None) -> bytes:
+    """What of a request's bytes is yet to be looked through for a mark asking an hour: the
+    bytes after its known messages when the request it resumes held none. Those first bytes are
+    that request's, byte for byte, and a mark lies within one message, so none can start
+    before them and end after (the parts before the messages are in them too; the parts after,
+    a top-level mark among them, are in what is read)."""
+    if match is None or not match.memo.no_long_mark:
+        return raw
+    return raw[match.stop :]
 
 
 def _with_pieces(memo: Memo, pieces: Pieces | None) -> Memo:
