@@ -133,27 +133,35 @@ export async function pickModel(run: CodeServerRun, model = MODEL, onListed?: ()
     // Until a model is known the picker reads "Models, sign in to use Copilot", and a click on it
     // starts GitHub's sign-in (a notification, then a modal dialog when it fails offline).
     await page.waitForSelector(`${PICKER}:not([aria-label*="sign in"])`, { timeout: STEP_MS });
-    let found = false;
-    for (let i = 0; i < 30 && !found; i++) {
+    // The row may be listed before the filtered list settles: a click that lands while it is
+    // drawn again selects nothing (CI showed the picker still on the plain model, the row in
+    // view). So a pick is checked on the picker, and made again when it did not take.
+    let listed = false;
+    for (let i = 0; i < 30; i++) {
         await dismissOtherToasts(run);
         await page.click(PICKER);
         await page.keyboard.type(model.replace(/ · .*$/, ''));
         const row = page.locator(`.chat-model-picker-dropdown .monaco-list-row[aria-label^="${model}"]`).first();
         try {
             await row.waitFor({ timeout: 1000 });
-            found = true;
+        } catch {
+            await page.keyboard.press('Escape');
+            await page.waitForTimeout(500);
+            continue;
+        }
+        if (!listed) {
+            listed = true;
             await onListed?.();
-            await row.click();
-        } catch (err) {
-            if (found) {
-                throw err;
-            }
+        }
+        await row.click();
+        try {
+            await page.waitForSelector(`${PICKER}[aria-label="Models, ${model}"]`, { timeout: 3000 });
+            return;
+        } catch {
+            console.log(`pickModel: the click on "${model}" did not take (try ${i + 1}); again`);
             await page.keyboard.press('Escape');
             await page.waitForTimeout(500);
         }
     }
-    if (!found) {
-        throw new Error(`"${model}" never appeared in the model picker`);
-    }
-    await page.waitForSelector(`${PICKER}[aria-label="Models, ${model}"]`, { timeout: 5000 });
+    throw new Error(listed ? `"${model}" was listed but picking it never took` : `"${model}" never appeared in the model picker`);
 }
