@@ -26,6 +26,7 @@ from yarl import URL
 from ...core.compression.types import SummarizeRequest, SummarizerError
 from ...core.session import CompactResult, SessionSummarizer
 from ...core.settings import Settings, resolve
+from ...core.tokens import encoding
 from ..daemon import memory
 from ..daemon.daemon import Daemon
 from ..daemon.ide_settings import IdeSettings
@@ -255,6 +256,10 @@ async def _serve(
         await daemon.store.close()
         print(f"hdcontext proxy: {exc}", file=sys.stderr, flush=True)
         return EXIT_UNUSABLE
+    # The token encoding is read before the first request, not during it: its 100,000 merges
+    # took 0.45 s, which the first request after every start paid (a resumed conversation's
+    # among them, whose own work is about as long).
+    await asyncio.to_thread(encoding)
     proxy = Proxy(
         daemon,
         anthropic=anthropic,
