@@ -145,9 +145,28 @@ class Lineage:
     def _sent_as(self, seq: int, digest: bytes, transcript: Entries) -> bool:
         known = self._digests.get(seq)
         if known is None:
-            wire = transcript[seq].to_wire()
-            if digest not in {entry_digest(wire), entry_digest(without_timestamp(wire))}:
+            if not _digested(digest, _read_back(transcript.blobs[seq])) and not _digested(
+                digest, transcript[seq].to_wire()
+            ):
                 return False
             self._digests[seq] = digest
             return True
         return known == digest
+
+
+def _read_back(blob: bytes) -> Any:
+    """A stored entry's JSON values read straight from its JSON (what ``to_wire`` gives for
+    every entry of the shared transcripts, four times faster than parsing it into IContent
+    first: after a restart every entry of a resent conversation is compared once this way).
+    None when orjson cannot read it (the slower way then decides)."""
+    try:
+        return orjson.loads(blob)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _digested(digest: bytes, wire: Any) -> bool:
+    """Whether ``digest`` is the entry's, with or without the timestamp the daemon gave it."""
+    if not isinstance(wire, dict):
+        return False
+    return digest in {entry_digest(wire), entry_digest(without_timestamp(wire))}
