@@ -23,7 +23,7 @@ async def _both(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> list[Proces
     return [forked, executed]
 
 
-async def test_a_refused_start_exits_alike(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+async def test_a_refused_start_exits_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(EXEC_ENV, raising=False)
     forked, executed = await _both(monkeypatch, [*SERVE, "--port", "not-a-port"])
     assert isinstance(forked, Forked) and not isinstance(executed, Forked)
