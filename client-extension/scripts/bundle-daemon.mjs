@@ -2,7 +2,8 @@
 // from this repository and manifest.json (what is there, how big, for which Pythons); with
 // --target (a `vsce package --target` name, e.g. linux-x64) also the wheels of every dependency
 // for that platform and each CPython in PYTHONS, so that the extension installs them with
-// `pip --no-index` (no network). The extension reads manifest.json (src/envPlan.ts).
+// `pip --no-index` (no network), and pip's own wheel, which runs that install in an environment
+// made without pip. The extension reads manifest.json (src/envPlan.ts).
 //
 //   node scripts/bundle-daemon.mjs --python PY --repo ROOT [--target linux-x64] [--pythons 3.11,3.12]
 //
@@ -134,7 +135,19 @@ function main() {
         }
     }
 
+    if (target) {
+        // pip's own wheel: the extension makes the environment without pip and runs pip from it
+        // (src/envPlan.ts), instead of ensurepip installing and compiling a pip nothing uses.
+        console.log('bundle-daemon: downloading pip\'s wheel (pip download, from your package index)');
+        run(
+            opts.python,
+            ['-m', 'pip', 'download', '--quiet', '--disable-pip-version-check', '--only-binary=:all:', '--no-deps', '--dest', wheels, 'pip'],
+            "downloading pip's wheel",
+        );
+    }
+
     const files = fs.readdirSync(wheels).filter((f) => f.endsWith('.whl')).sort();
+    const pipWheel = files.find((f) => /^pip-[^-]+-py3-none-any\.whl$/.test(f));
     const listed = files.map((file) => ({ file, bytes: fs.statSync(path.join(wheels, file)).size, sha256: sha256(path.join(wheels, file)) }));
     const key = createHash('sha256')
         .update(JSON.stringify([target, listed.map((w) => [w.file, w.sha256])]))
@@ -148,6 +161,7 @@ function main() {
         key,
         requires,
         wheels: listed.map(({ file, bytes }) => ({ file, bytes })),
+        ...(pipWheel ? { pip: pipWheel } : {}),
     };
     fs.writeFileSync(path.join(out, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
     const total = listed.reduce((n, w) => n + w.bytes, 0);

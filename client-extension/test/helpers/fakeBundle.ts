@@ -49,6 +49,19 @@ export interface FakeBundleOptions {
     requires?: string[];
     /** The CPythons the package says it carries wheels for (default: the test venv's). */
     pythons?: string[];
+    /** Whether it carries pip's wheel, as `make vsix` packages do (default: yes, the one the
+     * test Python's ensurepip carries, when it carries one). */
+    pip?: boolean;
+}
+
+/** pip's wheel as the test venv's Python carries it for ensurepip, or undefined. */
+export function ensurepipWheel(): string | undefined {
+    const found = execFileSync(
+        VENV_PYTHON,
+        ['-c', 'import ensurepip, pathlib\nprint(next(iter(sorted(pathlib.Path(ensurepip.__file__).parent.joinpath("_bundled").glob("pip-*-py3-none-any.whl"))), ""))'],
+        { encoding: 'utf8' },
+    ).trim();
+    return found || undefined;
 }
 
 /** The version of the test venv's Python, "3.11". */
@@ -73,6 +86,13 @@ export function fakeBundle(options: FakeBundleOptions = {}): { dir: string; bund
         requires: options.requires ?? [],
         wheels: [{ file: wheel, bytes: fs.statSync(path.join(wheels, wheel)).size }],
     };
+    const pipWheel = options.pip === false ? undefined : ensurepipWheel();
+    if (pipWheel) {
+        const file = path.basename(pipWheel);
+        fs.copyFileSync(pipWheel, path.join(wheels, file));
+        bundle.wheels.push({ file, bytes: fs.statSync(pipWheel).size });
+        bundle.pip = file;
+    }
     fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(bundle, null, 2));
     return { dir, bundle };
 }

@@ -152,6 +152,24 @@ describe('installPlan', () => {
         assert.match(plan.summary, /^Installing hdcontext 0\.1\.0 and the 3 packages it needs \(11\.0 MB of wheels that came with the extension, no download\) into \/home\/u\/.*daemon-env, with Python 3\.11\.4 \(\/usr\/bin\/python3\.11\)\.$/);
     });
 
+    it('a package that carries pip\'s wheel: the environment made without pip, pip run from its wheel, not counted among what is installed', () => {
+        const PIP = 'pip-25.3-py3-none-any.whl';
+        const b = bundle({ wheels: [...bundle().wheels, { file: PIP, bytes: 1_800_000 }], pip: PIP });
+        assert.deepEqual(parseBundle(JSON.stringify(b)), b);
+        const plan = installPlan({ ...input, bundle: b, python: python(11) });
+        assert.deepEqual(plan.steps[0].args, ['-I', '-m', 'venv', '--without-pip', input.envDir]);
+        const pip = plan.steps[1];
+        assert.equal(pip.command, `${input.envDir}/bin/python`);
+        assert.deepEqual(pip.args.slice(0, 5), ['-I', `/ext/bundled/wheels/${PIP}/pip`, 'install', '--isolated', '--no-index']);
+        assert.equal(plan.bundledWheels, 4);
+        assert.equal(plan.bundledBytes, 11_000_000);
+        const universal = installPlan({ ...input, bundle: { ...b, target: null, pythons: [] }, python: python(12) });
+        assert.deepEqual(universal.steps[1].args.slice(0, 3), ['-I', `/ext/bundled/wheels/${PIP}/pip`, 'install']);
+        assert.equal(universal.bundledWheels, 1);
+        assert.throws(() => parseBundle(JSON.stringify({ ...b, pip: 'pip-25.3-py3-none-any.whl.gz' })), /"pip" must name pip's/);
+        assert.throws(() => parseBundle(JSON.stringify({ ...b, wheels: bundle().wheels })), /"pip" must name pip's/);
+    });
+
     it('the universal package: the index of pip\'s own configuration, the bundled hdcontext wheel', () => {
         const b = bundle({ target: null, pythons: [] });
         const plan = installPlan({ ...input, bundle: b, python: python(12), displayPath: (p) => p.replace('/home/u', '~') });
