@@ -93,7 +93,9 @@ typecheck: | lint
 unit: | typecheck
 nvim: | e2e-apt
 e2e-package: | typecheck
+$(E2E_BUILT): | typecheck
 ext-build: | unit
+$(EXT_BUILT): | unit
 test-extension: | unit
 e2e: | test-extension
 endif
@@ -142,10 +144,28 @@ vsix: $(STAMP) $(EXT_STAMP)
 	cd $(EXT) && npm run --silent package -- --out $(VSIX_FILE) $(if $(TARGET),--target $(TARGET))
 	@echo "built $(EXT)/$(VSIX_FILE) ($$(du -h $(EXT)/$(VSIX_FILE) | cut -f1))"
 
+# What the extension's builds are made of: every file git knows under client-extension/ (tracked,
+# or new and not ignored; out/, node_modules/ and bundled/ are ignored), and for the e2e's
+# package the daemon's (server/, pyproject.toml) too. A build whose inputs did not change since it
+# was made is not made again (`make test` run again: tsc and the package were 8 s and 35 s of CPU,
+# the package's beside pytest). Without git, every build is made every time.
+GIT_FILES = $(wildcard $(shell git ls-files -co --exclude-standard $(1) 2>/dev/null))
+EXT_INPUTS := $(call GIT_FILES,$(EXT))
+E2E_INPUTS := $(EXT_INPUTS) $(call GIT_FILES,server pyproject.toml)
+NO_GIT      = $(if $(EXT_INPUTS),,FORCE)
+EXT_BUILT  := $(EXT)/out/build/.built
+E2E_BUILT  := $(EXT)/out/e2e/.built
+
+.PHONY: FORCE
+FORCE:
+
 # The extension compiled once (tsc, which type-checks it) for the Node tests and the e2e.
-ext-build: $(EXT_STAMP)
-	$(STAGE): tsc
+ext-build: $(EXT_BUILT)
+
+$(EXT_BUILT): $(EXT_STAMP) $(EXT_INPUTS) $(NO_GIT)
+	@echo "== ext-build ($$(date +%T)): tsc"
 	cd $(EXT) && npm run --silent compile
+	@touch $@
 
 test-extension: $(STAMP) ext-build
 	$(STAGE): the Node tests
@@ -157,14 +177,17 @@ e2e-apt:
 e2e-editor:
 	@$(EXT)/test/e2e/setup.sh editor
 
-e2e-package: $(STAMP) $(EXT_STAMP)
-	$(STAGE): the package for $(HOST_TARGET), CPython $$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])') only, and the test extensions
+e2e-package: $(E2E_BUILT)
+
+$(E2E_BUILT): $(STAMP) $(EXT_STAMP) $(E2E_INPUTS) $(NO_GIT)
+	@echo "== e2e-package ($$(date +%T)): the package for $(HOST_TARGET), CPython $$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])') only, and the test extensions"
 	@if [ "$$HDC_SKIP_EDITOR_TESTS" != 1 ]; then \
 	  cd $(EXT) && node scripts/bundle-daemon.mjs --python ../$(BIN)/python --repo .. --target '$(HOST_TARGET)' \
 	    --pythons "$$(../$(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
 	  && mkdir -p out/e2e && npm run --silent package -- --out $(E2E_VSIX) --target $(HOST_TARGET) \
 	  && echo "built $(EXT)/$(E2E_VSIX) ($$(du -h $(E2E_VSIX) | cut -f1))"; fi
 	cd $(EXT) && npm run --silent package:fixture >/dev/null
+	@if [ "$$HDC_SKIP_EDITOR_TESTS" != 1 ]; then touch $@; fi
 
 e2e: $(STAMP) ext-build e2e-package e2e-apt e2e-editor
 	$(STAGE): the package in code-server
