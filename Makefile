@@ -77,10 +77,12 @@ unit: $(DEV) nvim claude-cli
 
 # make test: what the checks need installs from the start, side by side (the virtual
 # environment, Debian packages, Claude Code's CLI, the extension's npm packages, Node 24 and
-# code-server), each said before it starts, and the e2e's package builds while pytest runs; the
-# checks themselves run one after another (lint, typecheck, unit, test-extension, e2e): side by
-# side on two cores, the tests' time limits (an answer in 10 s, a venv in 3 minutes) were
-# overrun. Each stage alone: make lint, typecheck, unit, test-extension, e2e.
+# code-server), each said before it starts; tsc and the e2e's package build as soon as what they
+# need is there, beside the test tools' install (run again: not at all unless their inputs
+# changed); the checks themselves run one after another (lint, typecheck, unit,
+# test-extension, e2e): side by side on two cores, the tests' time limits (an answer in 10 s, a
+# venv in 3 minutes) were overrun. Each stage alone: make lint, typecheck, unit,
+# test-extension, e2e.
 test:
 	@echo "make test: ruff, mypy --strict, pytest, the extension's Node tests, VS Code end to end ($$(date +%T))"
 	@$(MAKE) --no-print-directory -j6 _test
@@ -92,10 +94,6 @@ ifneq ($(filter _test,$(MAKECMDGOALS)),)
 typecheck: | lint
 unit: | typecheck
 nvim: | e2e-apt
-e2e-package: | typecheck
-$(E2E_BUILT): | typecheck
-ext-build: | unit
-$(EXT_BUILT): | unit
 test-extension: | unit
 e2e: | test-extension
 endif
