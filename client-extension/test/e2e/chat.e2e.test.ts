@@ -142,7 +142,10 @@ describe('e2e: the chat panel, through a "· hdcontext" model', { timeout: 6 * 6
     it("the status bar shows the conversation's tokens, the figure @hdcontext /status gives", { skip: EDITOR_TESTS_SKIPPED }, async (t) => {
         await run.guarded(async () => {
             await send('@hdcontext /status');
-            const text = await reply(/go to the model on the next call/);
+            // The panel draws a reply as it streams: read it once its last line (the session)
+            // is there, not at its first (CI once read it cut after "Saved so far").
+            const text = await reply(/Session: \S+/);
+            assert.match(text, /go to the model on the next call/);
             const m = /([\d,]+)\s+of\s+([\d,]+)\s+tokens/.exec(text);
             assert.ok(m, text);
             const [tokens, limit] = [Number(m[1].replace(/,/g, '')), Number(m[2].replace(/,/g, ''))];
