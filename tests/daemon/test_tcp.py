@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from hdcontext.edges.lsp.server import build_server
+
 from .harness import text
 from .raw import Gone, Peer, TcpDaemon, dumps, frame, tcp_daemon
 
@@ -173,3 +175,10 @@ async def test_a_message_over_the_limit_closes_only_its_connection(storage: Path
             assert await peer.closed()
         other = await _authorized(daemon, storage)
         assert await other.call("history/list", {}) == {"sessions": []}
+
+
+def test_every_connection_of_the_process_reads_with_one_converter() -> None:
+    """Each TCP connection builds a server of its own; lsprotocol's converter (80 ms to build,
+    90 ms more to generate its reader of ``initialize``) is made once for all of them."""
+    first, second = build_server(), build_server()
+    assert first.protocol._converter is second.protocol._converter

@@ -3,11 +3,13 @@ four, in the order Anthropic accepts, never shorter than the agent asked (issues
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
+from hdcontext.edges.proxy import compactor
 from hdcontext.edges.proxy.marks import count_marks, request_order_ok, ttl_of
 
 from .conftest import start, stop
@@ -201,3 +203,27 @@ async def test_an_hour_asked_only_in_a_later_request_is_heard(tmp_path: Path) ->
         marks = _message_marks(received[3])
         assert all(ttl_of(mark) == "1h" for mark in marks), case
         assert marks or received[3]["cache_control"] == ONE_HOUR, case
+
+
+async def test_a_resumed_request_is_looked_through_from_its_new_messages_only(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """What the proxy searches for a mark asking an hour: the whole first body, then, for a
+    request that resumes one which held none, only what follows the messages it resumes after.
+    The agent moves its marks to its latest messages, so a request resumes a turn or two back:
+    what is searched stays about the same as the conversation grows."""
+    looked: list[int] = []
+    real = compactor.asks_long_in
+
+    def recorded(raw: bytes) -> bool:
+        looked.append(len(raw))
+        return real(raw)
+
+    monkeypatch.setattr(compactor, "asks_long_in", recorded)
+    bodies = [_body(m, FIVE_MINUTES) for m in _turns(4, FIVE_MINUTES, calls=3)]
+    await _through(tmp_path, bodies)
+    sizes = [len(json.dumps(b).encode()) for b in bodies]
+    assert len(looked) == len(bodies), looked
+    assert looked[0] > sizes[0] * 0.9, (looked, sizes)  # the first request, whole
+    assert max(looked[2:]) <= looked[1] + 1024, (looked, sizes)  # not growing with the history
+    assert looked[-1] < sizes[-1] / 2, (looked, sizes)

@@ -510,10 +510,8 @@ class Compactor:
             raise InvalidResult("the compacted request breaks the provider's rules")
         data = _body(api, raw, taken, built.messages, api.body_edits(taken.body, built.marked))
         built.pieces.size = len(data)
-        memo = _with_pieces(taken.memo, built.pieces)
-        if api.name == "anthropic" and not overrides:
-            memo = replace(memo, no_long_mark=True)
-        self._keep(session, memo)
+        no_long_mark = api.name == "anthropic" and not overrides
+        self._keep(session, replace(taken.memo, pieces=built.pieces, no_long_mark=no_long_mark))
         if frozen:
             # A conversation taken in whole: what the daemon and the memo now hold of it
             # lives as long as the conversation; the collector need not walk it again.
