@@ -26,7 +26,7 @@ snapshot (for a request that must change all or nothing) a matter of references 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, pairwise
 
@@ -360,6 +360,24 @@ class History:
             self._compressed_upto = len(self._transcript)
         self._touched(same)
 
+    def replace_entries(self, changes: Mapping[int, IContent]) -> None:
+        """Install a compressed history that rewrote entries in place (index -> new entry)
+        as ``replace_all`` installs the whole list, without it: only the rewritten entries
+        are encoded and counted, the others keep what is kept beside them."""
+        old = self._view
+        if any(not 0 <= i < len(old.raw) for i in changes):
+            raise ValueError("a rewritten entry must be in the history")
+        if not changes:
+            return
+        blobs, counts = list(old.raw), list(old.tokens)
+        shown, stamps, blocks = list(old.shown), list(old.stamps), list(old.blocks)
+        for i, entry in changes.items():
+            blobs[i], counts[i] = entry_json(entry), self._count(entry)
+            shown[i], stamps[i] = not is_empty_ai(entry), entry.timestamp
+            blocks[i] = _shown_blocks(entry)
+        self._install(blobs, counts, shown, stamps, origins=list(old.origins), blocks=blocks)
+        self._touched(min(changes))
+
     def cut_point(self, seq: int) -> int | None:
         """Where the working view stops deriving from transcript entries before ``seq``: the
         first entry that comes from ``seq`` or later. ``None`` when the view cannot be cut
@@ -438,10 +456,12 @@ class History:
         keys: list[int] | None = None,
         origins: list[int] | None = None,
         *,
-        entries: Sequence[IContent],
+        entries: Sequence[IContent] | None = None,
+        blocks: list[int] | None = None,
     ) -> None:
         """Install a whole new working view (with new keys, unless it brings its own);
-        ``entries`` are the blobs parsed, for what is kept beside each."""
+        ``entries`` are the blobs parsed, for what is kept beside each (or ``blocks``, what
+        ``_shown_blocks`` made of each)."""
         if keys is None:
             keys = list(range(self._next_key, self._next_key + len(blobs)))
             self._next_key += len(blobs)
@@ -454,9 +474,12 @@ class History:
         curated = [c if s else 0 for c, s in zip(counts, shown, strict=True)]
         if origins is None or len(origins) != len(blobs):
             raise ValueError("one origin per entry")
-        if len(entries) != len(blobs):
-            raise ValueError("one parsed entry per entry")
-        blocks = [_shown_blocks(e) for e in entries]
+        if blocks is None:
+            if entries is None or len(entries) != len(blobs):
+                raise ValueError("one parsed entry per entry")
+            blocks = [_shown_blocks(e) for e in entries]
+        elif len(blocks) != len(blobs):
+            raise ValueError("one block count per entry")
         self._view = _View(blobs, counts, keys, shown, stamps, curated, origins, blocks)
         self._layout += 1
         self._curated_len = sum(shown)

@@ -26,6 +26,8 @@ from .cache.savings import Savings
 from .cache.schedule import Candidate, Plan, everything
 from .calls import BilledUsage, CallEvent, CallMade, Retrieved, UsageReported
 from .compression.factory import get_strategy
+from .compression.high_density import HighDensityStrategy
+from .compression.incremental import Summaries
 from .compression.prompts import COMPRESSION_PROMPT
 from .compression.types import (
     CompressionContext,
@@ -33,6 +35,7 @@ from .compression.types import (
     SummarizeRequest,
     Todo,
     can_optimize,
+    target_tokens,
 )
 from .content import (
     IContent,
@@ -62,7 +65,7 @@ from .settings import Resolved, Settings, resolve, validate
 from .state import CacheState, ReplyMark, SessionState
 from .stored import Blob, Entries
 from .sync import Lineage
-from .thinking import compression_waits, first_change, keeps, latest_turn, unbound
+from .thinking import Turn, compression_waits, first_change, keeps, latest_turn, unbound
 from .todos import latest_todo_write
 
 
@@ -189,6 +192,7 @@ class Session:
         self._settings = settings
         self._workspace_root = workspace_root
         self._summarizer = summarizer
+        self._summaries = Summaries()
         self._prompt = prompt
         self._export_transcript = export_transcript
         self._clock = clock
@@ -593,6 +597,9 @@ class Session:
                 tokens_after=before,
                 transcript_path=None,
             )
+        if isinstance(strategy, HighDensityStrategy):
+            self._cut_old_output(r, turn, bound)
+            return self._compressed(strategy.name, before, None)
         llm = strategy.requires_llm
         transcript_path: str | None = None
         if llm and self._export_transcript is not None:
@@ -627,14 +634,42 @@ class Session:
                 if stripped:
                     self.history.apply_density_result(DensityResult((), stripped))
             self.version += 1
+        return self._compressed(strategy.name, before, transcript_path)
+
+    def _compressed(
+        self, strategy: str, before: int, transcript_path: str | None
+    ) -> CompressionReport:
         after = self.history.total_tokens
         self.saved_tokens += before - after
         return CompressionReport(
-            strategy=strategy.name,
+            strategy=strategy,
             tokens_before=before,
             tokens_after=after,
             transcript_path=transcript_path,
         )
+
+    def _cut_old_output(self, r: Resolved, turn: Turn | None, bound: bool) -> None:
+        """The high-density strategy's ``compress`` as the history stores it: what it
+        does to ``list(raw)``, reading only the entries changed since its last run
+        (``compression/incremental.py``); a turn still calling tools keeps its entries."""
+        history = self.history
+        values = r.values
+        changes, stop = self._summaries.run(
+            history.raw_json,
+            history.tokens,
+            target_tokens(r.threshold, values.context_limit),
+            values.preserve_threshold,
+        )
+        if not changes or (turn is not None and turn.calls and turn.touched_by(changes)):
+            self._summaries.settle(history.raw_json, min(changes, default=stop))
+            return
+        history.replace_entries(changes)
+        self._summaries.settle(history.raw_json, stop)
+        if bound:  # the turns kept after what changed lose their thinking
+            stripped = unbound(history.raw_json, min(changes))
+            if stripped:
+                history.apply_density_result(DensityResult((), stripped))
+        self.version += 1
 
     async def compact(self, pending_tokens: int = 0, at: int | None = None) -> CompactResult:
         """``history/compact``: optimize, then compress near the limit (REQ-HD-002), for a

@@ -8,7 +8,7 @@ line each until the history fits the target.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..content import Block, IContent, ToolCallBlock, ToolResponseBlock
 from ..density.optimize import optimize
@@ -55,26 +55,53 @@ def summarize_old_tool_output(context: CompressionContext) -> CompressionResult:
         raise ValueError(
             f"compress got {len(context.tokens)} token counts for {len(history)} entries"
         )
-    running = sum(context.tokens)
-    target = context.target_tokens
     calls = _calls_by_id(history)
+    changes, _ = summarize_from(
+        history.__getitem__,
+        context.tokens,
+        context.target_tokens,
+        context.preserve_threshold,
+        calls.get,
+    )
     out = list(history)
-    summarized = 0
-    for i in range(_tail_start(context.tokens, context.preserve_threshold)):
+    for i, entry in changes.items():
+        out[i] = entry
+    return CompressionResult(new_history=tuple(out), summarized=len(changes))
+
+
+def summarize_from(
+    entry_at: Callable[[int], IContent],
+    tokens: Sequence[int],
+    target: int,
+    preserve_threshold: float,
+    call_of: Callable[[str], ToolCallBlock | None],
+    start: int = 0,
+) -> tuple[dict[int, IContent], int]:
+    """The entries ``compress`` cuts (index -> new entry), and how far it went: every entry
+    before that index is now as compressing leaves it.
+
+    ``start`` skips entries already so. That is exact because a summary is a fixed point
+    (summarizing twice is once) and an entry it left alone is left alone again while it and
+    the calls before it stay the same: the entries skipped change no count. Only the entries
+    read are asked of ``entry_at``, so a caller can parse them on demand.
+    """
+    running = sum(tokens)
+    tail = _tail_start(tokens, preserve_threshold)
+    changes: dict[int, IContent] = {}
+    for i in range(start, tail):
         if running <= target:
-            break
-        entry = history[i]
-        blocks = [_summarize(block, calls) for block in entry.blocks]
+            return changes, i
+        entry = entry_at(i)
+        blocks = [_summarize(block, call_of) for block in entry.blocks]
         if all(new is old for new, old in zip(blocks, entry.blocks, strict=True)):
             continue
         candidate = entry.with_blocks(blocks)
-        saved = context.tokens[i] - count_entry(candidate)
+        saved = tokens[i] - count_entry(candidate)
         if saved <= 0:
             continue  # a short output is cheaper than its summary: keep the real thing
-        out[i] = candidate
+        changes[i] = candidate
         running -= saved
-        summarized += 1
-    return CompressionResult(new_history=tuple(out), summarized=summarized)
+    return changes, max(start, tail)
 
 
 def _tail_start(tokens: Sequence[int], preserve_threshold: float) -> int:
@@ -100,7 +127,7 @@ def _calls_by_id(history: Sequence[IContent]) -> dict[str, ToolCallBlock]:
     return found
 
 
-def _summarize(block: Block, calls: dict[str, ToolCallBlock]) -> Block:
+def _summarize(block: Block, call_of: Callable[[str], ToolCallBlock | None]) -> Block:
     if isinstance(block, ToolResponseBlock):
-        return summarize_response(block, calls.get(block.call_id))
+        return summarize_response(block, call_of(block.call_id))
     return block

@@ -64,6 +64,11 @@ class CompressionError(RuntimeError):
     """A strategy could not compress (e.g. the model returned an empty summary)."""
 
 
+def target_tokens(threshold: float, context_limit: int) -> int:
+    """REQ-HD-008.6: threshold x limit x 0.6, headroom before the next trigger."""
+    return int(threshold * context_limit * 0.6)
+
+
 @dataclass(frozen=True)
 class CompressionContext:
     """Everything ``compress`` may use. ``tokens[i]`` is the count of ``history[i]``."""
@@ -85,8 +90,7 @@ class CompressionContext:
 
     @property
     def target_tokens(self) -> int:
-        """REQ-HD-008.6: threshold x limit x 0.6, headroom before the next trigger."""
-        return int(self.threshold * self.context_limit * 0.6)
+        return target_tokens(self.threshold, self.context_limit)
 
 
 @dataclass(frozen=True)

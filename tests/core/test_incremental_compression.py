@@ -1,0 +1,169 @@
+"""High-density compression run after run reads only what changed (compression/incremental.py),
+and installs exactly what compressing the whole history installs."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from hdcontext.core.compression import incremental
+from hdcontext.core.compression.high_density import HighDensityStrategy
+from hdcontext.core.compression.incremental import Summaries
+from hdcontext.core.compression.types import CompressionContext
+from hdcontext.core.content import IContent, entry_from_json
+from hdcontext.core.history import History
+from hdcontext.core.session import Session
+from hdcontext.formats.importers.claude_code import from_jsonl
+
+from .builders import ai_call, human, tool_result
+
+TRANSCRIPTS = (
+    Path(__file__).resolve().parents[3] / "shared" / "data" / "transcripts" / "claude-code"
+)
+FILES = sorted(TRANSCRIPTS.glob("*.jsonl"))[:4]
+START = 1_700_000_000_000
+
+
+def load(path: Path) -> list[IContent]:
+    return from_jsonl(path.read_text(encoding="utf-8"))
+
+
+def session(limit: int) -> tuple[Session, list[int]]:
+    clock = [START]
+    s = Session("incremental", clock=lambda: clock[0], settings=lambda: {})
+    s.model = "claude-sonnet-4-5"
+    s.set_override("contextLimit", limit)
+    return s, clock
+
+
+def reading(n: int, lines: int = 80) -> list[IContent]:
+    """A Read call and its long numbered output, as an agent's turn brings them."""
+    text = "\n".join(f"{i}\tvalue_{n}_{i} = compute({i}, {n})" for i in range(lines))
+    return [ai_call(f"c{n}", "Read", {"file_path": f"/w/f{n}.py"}), tool_result(f"c{n}", "Read", text)]
+
+
+@pytest.mark.skipif(not FILES, reason=f"no transcripts at {TRANSCRIPTS}")
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem[:12])
+@pytest.mark.parametrize("limit", [8_000, 40_000])
+def test_turn_by_turn_compaction_is_what_reading_everything_every_time_makes(
+    path: Path, limit: int
+) -> None:
+    """Two sessions fed the same turns with a limit that keeps them compressing: one keeps
+    what its runs learnt, the other forgets it before every run (each run reads the whole
+    history, as compressing did before). Every reply and every history agree, through a
+    rewind that drops entries the first runs read."""
+    entries = load(path)
+    kept, kept_clock = session(limit)
+    fresh, fresh_clock = session(limit)
+    rewound = False
+    for k in range(0, len(entries), 2):
+        for s, clock in ((kept, kept_clock), (fresh, fresh_clock)):
+            clock[0] += 30_000
+            s.append(entries[k : k + 2])
+            if not rewound and k >= len(entries) // 2:
+                s.history.truncate(len(s.history.raw_json) - 5)
+            if s is fresh:
+                s._summaries = Summaries()
+            reply = asyncio.run(s.compact())
+            s.history.mark_stable()
+            if s is kept:
+                kept_reply = reply
+        rewound = rewound or k >= len(entries) // 2
+        assert kept_reply == reply
+        assert list(kept.history.raw_json) == list(fresh.history.raw_json)
+        assert list(kept.history.keys) == list(fresh.history.keys)
+        assert list(kept.history.tokens) == list(fresh.history.tokens)
+
+
+def test_a_turn_near_the_limit_reads_only_its_new_entries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once every old output is a one-liner and the history still does not fit, a turn's
+    compression parses the entries it brought, not the history (it parsed every entry on
+    every turn before)."""
+    s, clock = session(4_000)
+    s.append([human("go")])
+    for n in range(61):
+        s.append(reading(n))
+        clock[0] += 30_000
+        asyncio.run(s.compact())
+    assert s.history.total_tokens > 0.85 * 4_000  # still over: every turn compresses
+    parsed: list[bytes] = []
+
+    def counting(data: bytes) -> IContent:
+        parsed.append(data)
+        return entry_from_json(data)
+
+    monkeypatch.setattr(incremental, "entry_from_json", counting)
+    for n in range(61, 65):
+        clock[0] += 30_000
+        parsed.clear()
+        s.append(reading(n))
+        asyncio.run(s.compact())
+        # the two new entries, the outputs leaving the recent tail and their calls: a few of
+        # the 120-odd entries the history holds
+        assert 0 < len(parsed) <= 6, len(parsed)
+    assert len(s.history.raw_json) == 1 + 2 * 65
+
+
+def test_each_run_starts_where_the_last_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a run cut is as compressing leaves it: run again over the same history (its recent
+    tail shorter, since the history is), a run cuts only entries from where the last stopped,
+    and once nothing is left to cut it cuts nothing and parses nothing."""
+    entries = [human("go")] + [e for n in range(40) for e in reading(n)]
+    history = History()
+    history.append(entries)
+    summaries = Summaries()
+    parsed: list[bytes] = []
+
+    def counting(data: bytes) -> IContent:
+        parsed.append(data)
+        return entry_from_json(data)
+
+    monkeypatch.setattr(incremental, "entry_from_json", counting)
+    stop = 0
+    for _ in range(20):
+        parsed.clear()
+        changes, next_stop = summaries.run(history.raw_json, history.tokens, 2_000, 0.3)
+        assert all(i >= stop for i in changes)
+        history.replace_entries(changes)
+        summaries.settle(history.raw_json, next_stop)
+        if not changes and next_stop == stop:
+            break
+        stop = next_stop
+    assert changes == {}
+    assert parsed == []
+
+
+def test_the_cuts_are_the_strategys_own() -> None:
+    """The incremental run cuts what ``HighDensityStrategy.compress`` cuts from the whole list."""
+    entries = [human("go")] + [e for n in range(30) for e in reading(n)]
+    history = History()
+    history.append(entries)
+    context = CompressionContext(
+        history=list(history.raw), tokens=history.tokens, context_limit=4_000, threshold=0.85
+    )
+    whole = asyncio.run(HighDensityStrategy().compress(context)).new_history
+    changes, _ = Summaries().run(
+        history.raw_json, history.tokens, context.target_tokens, context.preserve_threshold
+    )
+    assert changes
+    assert [changes.get(i, e) for i, e in enumerate(history.raw)] == list(whole)
+
+
+def test_replacing_entries_installs_what_replacing_all_installs() -> None:
+    """``History.replace_entries`` and ``replace_all`` of the same list: the same view."""
+    entries = [human("go")] + [e for n in range(6) for e in reading(n)]
+    a, b = History(), History()
+    a.append(entries)
+    b.append(entries)
+    parsed = list(b.raw)
+    changes = {2: entry_from_json(a.raw_json[2]).with_blocks([]), 6: human("cut")}
+    a.replace_entries(changes)
+    b.replace_all([changes.get(i, e) for i, e in enumerate(parsed)], parsed=parsed)
+    for name in ("raw_json", "tokens", "keys", "timestamps"):
+        assert list(getattr(a, name)) == list(getattr(b, name)), name
+    assert a.total_tokens == b.total_tokens
+    assert a.curated().json_parts() == b.curated().json_parts()
+    assert a.changed_from == b.changed_from
+    assert a.cut_point(3) == b.cut_point(3)
