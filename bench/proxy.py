@@ -60,6 +60,10 @@ from .transcripts import Transcript, repeated
 
 TURNS = 60
 WARMUP = 3
+NEAR_LIMIT = {1: 20_000, 10: 200_000}
+"""Context limits the 1× and 10× histories stay above once every old output is a one-liner:
+each of their turns is compressed (``near`` in the report)."""
+NEAR_TURNS = 20
 MEMORY_REQUESTS = 500
 MEMORY_MARKS = (100, 250, 500)
 MORE_CONVERSATIONS = 20
@@ -225,9 +229,10 @@ class _Upstream:
 class _Proxy:
     """``hdcontext proxy`` in its own process, over ``storage``."""
 
-    def __init__(self, upstream: str, storage: Path) -> None:
+    def __init__(self, upstream: str, storage: Path, context_limit: int = CONTEXT_LIMIT) -> None:
         self.upstream = upstream
         self.storage = storage
+        self.context_limit = context_limit
         self.process: asyncio.subprocess.Process | None = None
         self.url = ""
 
@@ -243,7 +248,7 @@ class _Proxy:
             "--storage-dir",
             str(self.storage),
             "--context-limit",
-            str(CONTEXT_LIMIT),
+            str(self.context_limit),
             "--log-level",
             "WARNING",
         ]
@@ -364,20 +369,28 @@ async def _warm(client: aiohttp.ClientSession, proxy: str, t: Transcript) -> Non
     await _post(client, proxy, _body([*messages, *_turn(1, t.root)]))
 
 
-async def measure(t: Transcript, times: int, turns: int = TURNS) -> dict[str, Any]:
+async def measure(
+    t: Transcript, times: int, turns: int = TURNS, context_limit: int = CONTEXT_LIMIT
+) -> dict[str, Any]:
     """Latency at one scale: a new conversation's first request, then ``turns`` paired turns;
-    at 10×, the next request after a restart of the proxy as well."""
+    at 10×, the next request after a restart of the proxy as well. With a ``context_limit``
+    the history stays above, every turn is compressed as well."""
     entries = repeated(t.entries, times)
     messages = _messages(entries)
     direct: list[float] = []
     relayed: list[float] = []
     proxied: list[float] = []
-    report: dict[str, Any] = {"times": times, "entries": len(entries), "turns": turns}
+    report: dict[str, Any] = {
+        "times": times,
+        "entries": len(entries),
+        "turns": turns,
+        "context_limit": context_limit,
+    }
     with tempfile.TemporaryDirectory(prefix="hdcontext-bench-proxy-") as scratch:
         storage = Path(scratch) / "storage"
         async with _Upstream() as upstream, aiohttp.ClientSession() as client:
             async with (
-                _Proxy(upstream.url, storage) as proxy,
+                _Proxy(upstream.url, storage, context_limit) as proxy,
                 _Relay(upstream.url, storage) as relay,
             ):
                 await _warm(client, proxy.url, t)
@@ -403,7 +416,7 @@ async def measure(t: Transcript, times: int, turns: int = TURNS) -> dict[str, An
                     (relay.cpu_s - relay_cpu) * 1000 / turns, 1
                 )
                 report["rss_after_turns_bytes"] = proxy.rss
-            if times > 1:
+            if times > 1 and context_limit == CONTEXT_LIMIT:
                 async with _Proxy(upstream.url, storage) as proxy:
                     await _warm(client, proxy.url, t)
                     messages = [*messages, *_turn(WARMUP + turns, t.root)]
@@ -499,19 +512,22 @@ def daemon_memory(t: Transcript) -> dict[str, Any]:
 
 
 def run(t: Transcript, turns: int = TURNS, requests: int = MEMORY_REQUESTS) -> dict[str, Any]:
-    async def proxied() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    async def proxied() -> tuple[dict[str, Any], ...]:
         return (
             await measure(t, 1, turns),
             await measure(t, 10, turns),
+            await measure(t, 1, NEAR_TURNS, NEAR_LIMIT[1]),
+            await measure(t, 10, NEAR_TURNS, NEAR_LIMIT[10]),
             await memory(t, requests),
         )
 
-    one, ten, held = asyncio.run(proxied())
+    one, ten, near_one, near_ten, held = asyncio.run(proxied())
     daemon = daemon_memory(t)
     return {
         "session": t.name,
         "one": one,
         "ten": ten,
+        "near": {"one": near_one, "ten": near_ten},
         "memory": held,
         "daemon": daemon,
         "targets": _targets(one, ten, held, daemon),
@@ -580,6 +596,13 @@ def table(report: dict[str, Any]) -> str:
         "| the next request after a restart of the proxy | "
         f"{first(one, 'after_restart')} | {first(ten, 'after_restart')} |",
     ]
+    near = report.get("near")
+    if near is not None:
+        rows.append(
+            "| **added** when the history stays over the compression threshold (limit "
+            f"{near['one']['context_limit']:,} / {near['ten']['context_limit']:,} tokens) | "
+            f"{cell(near['one'], 'overhead')} | {cell(near['ten'], 'overhead')} |"
+        )
     memory_rows = [
         f"proxy RSS: warm {_mib(held['rss_warm_bytes'])}; after requests of one growing "
         f"conversation ({held['body_mb_at_end']} MB at the end) {marks}; after "

@@ -41,7 +41,10 @@ def session(limit: int) -> tuple[Session, list[int]]:
 def reading(n: int, lines: int = 80) -> list[IContent]:
     """A Read call and its long numbered output, as an agent's turn brings them."""
     text = "\n".join(f"{i}\tvalue_{n}_{i} = compute({i}, {n})" for i in range(lines))
-    return [ai_call(f"c{n}", "Read", {"file_path": f"/w/f{n}.py"}), tool_result(f"c{n}", "Read", text)]
+    return [
+        ai_call(f"c{n}", "Read", {"file_path": f"/w/f{n}.py"}),
+        tool_result(f"c{n}", "Read", text),
+    ]
 
 
 @pytest.mark.skipif(not FILES, reason=f"no transcripts at {TRANSCRIPTS}")
@@ -151,19 +154,26 @@ def test_the_cuts_are_the_strategys_own() -> None:
     assert [changes.get(i, e) for i, e in enumerate(history.raw)] == list(whole)
 
 
-def test_replacing_entries_installs_what_replacing_all_installs() -> None:
-    """``History.replace_entries`` and ``replace_all`` of the same list: the same view."""
+def test_replacing_entries_installs_what_replacing_all_installs_under_the_same_keys() -> None:
+    """``History.replace_entries`` and ``replace_all`` of the same list: the same view, but the
+    rewritten entries keep their keys, and the change is a journal's change (the density
+    engine and the store take in the entries that changed, not the whole history again)."""
     entries = [human("go")] + [e for n in range(6) for e in reading(n)]
     a, b = History(), History()
     a.append(entries)
     b.append(entries)
+    keys, revision = list(a.keys), a.journal.revision
     parsed = list(b.raw)
     changes = {2: entry_from_json(a.raw_json[2]).with_blocks([]), 6: human("cut")}
     a.replace_entries(changes)
     b.replace_all([changes.get(i, e) for i, e in enumerate(parsed)], parsed=parsed)
-    for name in ("raw_json", "tokens", "keys", "timestamps"):
+    for name in ("raw_json", "tokens", "timestamps"):
         assert list(getattr(a, name)) == list(getattr(b, name)), name
     assert a.total_tokens == b.total_tokens
     assert a.curated().json_parts() == b.curated().json_parts()
-    assert a.changed_from == b.changed_from
+    assert a.changed_from == b.changed_from == 2
     assert a.cut_point(3) == b.cut_point(3)
+    assert list(a.keys) == keys
+    assert [sorted(k for k, _ in c.added) for c in a.journal.since(revision) or []] == [
+        [keys[2], keys[6]]
+    ]

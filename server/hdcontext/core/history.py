@@ -361,22 +361,11 @@ class History:
         self._touched(same)
 
     def replace_entries(self, changes: Mapping[int, IContent]) -> None:
-        """Install a compressed history that rewrote entries in place (index -> new entry)
-        as ``replace_all`` installs the whole list, without it: only the rewritten entries
-        are encoded and counted, the others keep what is kept beside them."""
-        old = self._view
-        if any(not 0 <= i < len(old.raw) for i in changes):
+        """Install a compression that rewrote entries in place (index -> new entry): each
+        keeps its key and its origin, as a density edit's replacement does."""
+        if any(not 0 <= i < len(self._view.raw) for i in changes):
             raise ValueError("a rewritten entry must be in the history")
-        if not changes:
-            return
-        blobs, counts = list(old.raw), list(old.tokens)
-        shown, stamps, blocks = list(old.shown), list(old.stamps), list(old.blocks)
-        for i, entry in changes.items():
-            blobs[i], counts[i] = entry_json(entry), self._count(entry)
-            shown[i], stamps[i] = not is_empty_ai(entry), entry.timestamp
-            blocks[i] = _shown_blocks(entry)
-        self._install(blobs, counts, shown, stamps, origins=list(old.origins), blocks=blocks)
-        self._touched(min(changes))
+        self.apply_density_result(DensityResult((), dict(changes)))
 
     def cut_point(self, seq: int) -> int | None:
         """Where the working view stops deriving from transcript entries before ``seq``: the
