@@ -127,9 +127,9 @@ class PromptCache:
         """Where a request carrying ``breakpoints`` reads the cache up to (0: nothing)."""
         if not call.pricing.at_breakpoints:
             return call.unchanged if self.ledger.warm(call.at, call.pricing) else 0
-        return max(
-            (e[0] for e in self.live(call) if _reaches(call, e[0], breakpoints)),
-            default=0,
+        # ``held`` is ascending by length: the first that reaches from the end is the longest.
+        return next(
+            (e[0] for e in reversed(self.live(call)) if _reaches(call, e[0], breakpoints)), 0
         )
 
     def _restart(self, call: Call) -> Callable[[int], int]:
