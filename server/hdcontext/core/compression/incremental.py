@@ -5,12 +5,13 @@ one-liner and the history still does not fit, each of those runs read the whole 
 again to change nothing: every entry parsed and every response looked at, 0.13 s a run at
 2,000 entries, twice a turn when the history is over the limit itself.
 
-What a run learnt stays true while the entries it read stay the very same stored objects
-(a history changes an entry by storing a new one): the entries before where it stopped are
-as compressing leaves them (``high_density.summarize_from`` says why that is exact), and the
-calls it found are where it found them. So a run starts where the stored entries first differ
-from the ones the last run left, or where that run stopped, whichever comes first, and
-parses the entries it reads from there, each once.
+What a run learnt stays true while the entries it read stay as they were: the entries before
+where it stopped are as compressing leaves them (``high_density.summarize_from`` says why that
+is exact), and the calls it found are where it found them. So a run starts where the stored
+entries first differ from the ones the last run left, or where that run stopped, whichever
+comes first, and parses the entries it reads from there, each once. Entries are compared by
+the hash of their stored JSON (which each keeps once made), not held: the entries an edit
+replaced are not kept alive for the next run.
 """
 
 from __future__ import annotations
@@ -25,21 +26,23 @@ from .high_density import summarize_from
 
 @dataclass
 class _Seen:
-    blobs: list[Blob] = field(default_factory=list)
-    """The stored entries as the last run left them (compared by identity)."""
+    hashes: list[int] = field(default_factory=list)
+    """The hash of each stored entry as the last run left them."""
     calls: dict[str, int] = field(default_factory=dict)
     """Each call id and the index of the first of ``blobs`` that holds it."""
     settled: int = 0
     """Entries before this index are as compressing leaves them."""
 
 
-def _agreeing(now: Sequence[Blob], then: Sequence[Blob]) -> int:
-    """How many entries at the head of ``now`` are the very objects ``then`` held."""
+def _agreeing(now: Sequence[int], then: Sequence[int]) -> int:
+    """How many hashes at the head of ``now`` are those of ``then``."""
     n = min(len(now), len(then))
+    if now[:n] == then[:n]:  # compared in C: the usual case, a history that only grew
+        return n
     for i in range(n):
-        if now[i] is not then[i]:
+        if now[i] != then[i]:
             return i
-    return n
+    return n  # pragma: no cover - the lists differ within the first n
 
 
 class Summaries:
@@ -56,8 +59,8 @@ class Summaries:
         ends: the entries it cuts and how far it went. ``settle`` must follow, once the
         session has installed the cuts (or not)."""
         seen = self._seen
-        same = _agreeing(blobs, seen.blobs)
-        if same == len(seen.blobs):
+        same = _agreeing(list(map(hash, blobs)), seen.hashes)
+        if same == len(seen.hashes):
             calls = dict(seen.calls)
         else:
             calls = {cid: at for cid, at in seen.calls.items() if at < same}
@@ -92,5 +95,5 @@ class Summaries:
         """Remember the stored entries as they are now, the first ``settled`` of them as
         compressing leaves them (after a run's cuts were installed, or up to the first cut
         when they were not)."""
-        self._seen = _Seen(list(blobs), self._calls, settled)
+        self._seen = _Seen(list(map(hash, blobs)), self._calls, settled)
         self._calls = {}
