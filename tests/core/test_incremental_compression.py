@@ -7,6 +7,9 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import JsonValue
 
 from hdcontext.core.compression import incremental
 from hdcontext.core.compression.high_density import HighDensityStrategy
@@ -16,8 +19,9 @@ from hdcontext.core.content import IContent, entry_from_json
 from hdcontext.core.history import History
 from hdcontext.core.session import Session
 from hdcontext.formats.importers.claude_code import from_jsonl
+from tests.examples import examples
 
-from .builders import ai_call, human, tool_result
+from .builders import ai, ai_call, call, human, response, tool_result, tools
 
 TRANSCRIPTS = (
     Path(__file__).resolve().parents[3] / "shared" / "data" / "transcripts" / "claude-code"
@@ -177,3 +181,60 @@ def test_replacing_entries_installs_what_replacing_all_installs_under_the_same_k
     assert [sorted(k for k, _ in c.added) for c in a.journal.since(revision) or []] == [
         [keys[2], keys[6]]
     ]
+
+
+@st.composite
+def agent_turns(draw: st.DrawFn) -> list[list[IContent]]:
+    """Turns of an agent at work: reads, edits and shell runs of a few files, one or two calls
+    a turn, outputs from empty to long, some failed; a user's line now and then. Reads of a
+    file an edit later changes go stale, so edits between compressions rewrite old entries."""
+    turns: list[list[IContent]] = [[human("start")]]
+    for n in range(draw(st.integers(4, 30))):
+        kinds = draw(st.lists(st.sampled_from(["Read", "Edit", "Bash"]), min_size=1, max_size=2))
+        calls, answers = [], []
+        for j, kind in enumerate(kinds):
+            path = f"/w/{draw(st.sampled_from('abc'))}.py"
+            params: JsonValue = {"file_path": path}
+            if kind == "Bash":
+                params = {"command": f"cat {path} | head -{draw(st.integers(1, 90))}"}
+            elif kind == "Edit":
+                params = {"file_path": path, "old_string": "x", "new_string": "y"}
+            lines = draw(st.integers(0, 90))
+            text = "\n".join(f"{i}\tline {i} of {path} in turn {n}" for i in range(lines))
+            error = "failed" if draw(st.integers(0, 9)) == 0 else None
+            calls.append(call(f"c{n}-{j}", kind, params))
+            answers.append(response(f"c{n}-{j}", kind, text, error))
+        turn = [ai(*calls), tools(*answers)]
+        if draw(st.integers(0, 4)) == 0:
+            turn.append(human(f"go on {n}"))
+        turns.append(turn)
+    return turns
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(agent_turns(), st.data())
+def test_for_every_history_compacting_turn_by_turn_is_reading_everything_each_time(
+    turns: list[list[IContent]], data: st.DataObject
+) -> None:
+    """Generated agent sessions fed turn by turn with a drawn limit, a drawn rewind before
+    some compactions: the session that keeps what its compressions learnt replies and holds
+    exactly what one that forgets it before every run does."""
+    limit = data.draw(st.sampled_from([1_500, 4_000, 8_000]), label="limit")
+    kept, kept_clock = session(limit)
+    fresh, fresh_clock = session(limit)
+    for turn in turns:
+        rewind = data.draw(st.sampled_from([0, 0, 0, 1, 3]), label="rewind")
+        replies = []
+        for one, clock in ((kept, kept_clock), (fresh, fresh_clock)):
+            clock[0] += 30_000
+            one.append(turn)
+            held = len(one.history.raw_json)
+            if rewind and held > rewind:
+                one.history.truncate(held - rewind)
+            if one is fresh:
+                one._summaries = Summaries()
+            replies.append(asyncio.run(one.compact()))
+            one.history.mark_stable()
+        assert replies[0] == replies[1]
+        assert list(kept.history.raw_json) == list(fresh.history.raw_json)
+        assert list(kept.history.keys) == list(fresh.history.keys)
