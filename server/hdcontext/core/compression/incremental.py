@@ -2,8 +2,8 @@
 
 Near the limit a session is compressed on every turn. Once every old tool output is a
 one-liner and the history still does not fit, each of those runs read the whole history
-again to change nothing: every entry parsed and every response looked at, 0.13 s a run at
-2,000 entries, twice a turn when the history is over the limit itself.
+again to change nothing: every entry parsed and every response looked at, about 0.08 s a
+run at 2,000 entries, twice a turn when the history is over the limit itself.
 
 What a run learnt stays true while the entries it read stay as they were: the entries before
 where it stopped are as compressing leaves them (``high_density.summarize_from`` says why that
@@ -29,7 +29,7 @@ class _Seen:
     hashes: list[int] = field(default_factory=list)
     """The hash of each stored entry as the last run left them."""
     calls: dict[str, int] = field(default_factory=dict)
-    """Each call id and the index of the first of ``blobs`` that holds it."""
+    """Each call id and the index of the first stored entry that holds it."""
     settled: int = 0
     """Entries before this index are as compressing leaves them."""
 
