@@ -16,6 +16,7 @@ from hdcontext.core.compression.high_density import HighDensityStrategy
 from hdcontext.core.compression.incremental import Summaries
 from hdcontext.core.compression.types import CompressionContext
 from hdcontext.core.content import IContent, entry_from_json
+from hdcontext.core.density.types import DensityResult
 from hdcontext.core.history import History
 from hdcontext.core.session import Session
 from hdcontext.formats.importers.claude_code import from_jsonl
@@ -133,7 +134,7 @@ def test_each_run_starts_where_the_last_stopped(monkeypatch: pytest.MonkeyPatch)
         parsed.clear()
         changes, next_stop = summaries.run(history.raw_json, history.tokens, 2_000, 0.3)
         assert all(i >= stop for i in changes)
-        history.replace_entries(changes)
+        history.apply_density_result(DensityResult((), changes))
         summaries.settle(history.raw_json, next_stop)
         if not changes and next_stop == stop:
             break
@@ -158,10 +159,11 @@ def test_the_cuts_are_the_strategys_own() -> None:
     assert [changes.get(i, e) for i, e in enumerate(history.raw)] == list(whole)
 
 
-def test_replacing_entries_installs_what_replacing_all_installs_under_the_same_keys() -> None:
-    """``History.replace_entries`` and ``replace_all`` of the same list: the same view, but the
-    rewritten entries keep their keys, and the change is a journal's change (the density
-    engine and the store take in the entries that changed, not the whole history again)."""
+def test_a_cut_installs_what_replacing_all_installs_under_the_same_keys() -> None:
+    """The session installs its cuts as a density edit's replacements: the view
+    ``replace_all`` of the same list makes, but the rewritten entries keep their keys, and
+    the change is a journal's change (the density engine and the store take in the entries
+    that changed, not the whole history again)."""
     entries = [human("go")] + [e for n in range(6) for e in reading(n)]
     a, b = History(), History()
     a.append(entries)
@@ -169,7 +171,7 @@ def test_replacing_entries_installs_what_replacing_all_installs_under_the_same_k
     keys, revision = list(a.keys), a.journal.revision
     parsed = list(b.raw)
     changes = {2: entry_from_json(a.raw_json[2]).with_blocks([]), 6: human("cut")}
-    a.replace_entries(changes)
+    a.apply_density_result(DensityResult((), changes))
     b.replace_all([changes.get(i, e) for i, e in enumerate(parsed)], parsed=parsed)
     for name in ("raw_json", "tokens", "timestamps"):
         assert list(getattr(a, name)) == list(getattr(b, name)), name
@@ -181,6 +183,19 @@ def test_replacing_entries_installs_what_replacing_all_installs_under_the_same_k
     assert [sorted(k for k, _ in c.added) for c in a.journal.since(revision) or []] == [
         [keys[2], keys[6]]
     ]
+
+
+def test_a_session_cuts_old_output_in_place() -> None:
+    """A session over the threshold cuts old outputs and every entry keeps its key (installed
+    whole, as it was, every key was new and the density engine read every entry again)."""
+    s, _ = session(4_000)
+    s.append([human("go")])
+    for n in range(12):
+        s.append(reading(n))
+    before, keys = list(s.history.raw_json), list(s.history.keys)
+    asyncio.run(s.compact())
+    assert list(s.history.raw_json) != before  # an output was cut
+    assert list(s.history.keys) == keys
 
 
 @st.composite

@@ -26,7 +26,7 @@ snapshot (for a request that must change all or nothing) a matter of references 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import compress, pairwise
 
@@ -360,13 +360,6 @@ class History:
             self._compressed_upto = len(self._transcript)
         self._touched(same)
 
-    def replace_entries(self, changes: Mapping[int, IContent]) -> None:
-        """Install a compression that rewrote entries in place (index -> new entry): each
-        keeps its key and its origin, as a density edit's replacement does."""
-        if any(not 0 <= i < len(self._view.raw) for i in changes):
-            raise ValueError("a rewritten entry must be in the history")
-        self.apply_density_result(DensityResult((), dict(changes)))
-
     def cut_point(self, seq: int) -> int | None:
         """Where the working view stops deriving from transcript entries before ``seq``: the
         first entry that comes from ``seq`` or later. ``None`` when the view cannot be cut
@@ -445,12 +438,10 @@ class History:
         keys: list[int] | None = None,
         origins: list[int] | None = None,
         *,
-        entries: Sequence[IContent] | None = None,
-        blocks: list[int] | None = None,
+        entries: Sequence[IContent],
     ) -> None:
         """Install a whole new working view (with new keys, unless it brings its own);
-        ``entries`` are the blobs parsed, for what is kept beside each (or ``blocks``, what
-        ``_shown_blocks`` made of each)."""
+        ``entries`` are the blobs parsed, for what is kept beside each."""
         if keys is None:
             keys = list(range(self._next_key, self._next_key + len(blobs)))
             self._next_key += len(blobs)
@@ -463,12 +454,9 @@ class History:
         curated = [c if s else 0 for c, s in zip(counts, shown, strict=True)]
         if origins is None or len(origins) != len(blobs):
             raise ValueError("one origin per entry")
-        if blocks is None:
-            if entries is None or len(entries) != len(blobs):
-                raise ValueError("one parsed entry per entry")
-            blocks = [_shown_blocks(e) for e in entries]
-        elif len(blocks) != len(blobs):
-            raise ValueError("one block count per entry")
+        if len(entries) != len(blobs):
+            raise ValueError("one parsed entry per entry")
+        blocks = [_shown_blocks(e) for e in entries]
         self._view = _View(blobs, counts, keys, shown, stamps, curated, origins, blocks)
         self._layout += 1
         self._curated_len = sum(shown)

@@ -663,12 +663,12 @@ class Session:
         if not changes or (turn is not None and turn.calls and turn.touched_by(changes)):
             self._summaries.settle(history.raw_json, min(changes, default=stop))
             return
-        history.replace_entries(changes)
-        self._summaries.settle(history.raw_json, stop)
         if bound:  # the turns kept after what changed lose their thinking
-            stripped = unbound(history.raw_json, min(changes))
-            if stripped:
-                history.apply_density_result(DensityResult((), stripped))
+            changes = unbound(history.raw_json, min(changes), (), changes)
+        # Rewritten in place, as a density edit's replacement: each entry keeps its key, and
+        # the density engine and the store take in only these.
+        history.apply_density_result(DensityResult((), changes))
+        self._summaries.settle(history.raw_json, stop)
         self.version += 1
 
     async def compact(self, pending_tokens: int = 0, at: int | None = None) -> CompactResult:
