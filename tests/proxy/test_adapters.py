@@ -290,8 +290,8 @@ async def test_the_daemons_breakpoints_are_where_the_request_carries_them(tmp_pa
 
     real = running.daemon.sync_compact
 
-    async def naming(raw: object, at: int | None = None, overrides: Any = None) -> Any:
-        result = await real(raw, at, overrides)
+    async def naming(raw: object, at: int | None = None, overrides: Any = None, **kw: Any) -> Any:
+        result = await real(raw, at, overrides, **kw)
         cache = result.cache.model_copy(update={"breakpoints": [0, 3]})
         return dataclasses.replace(result, cache=cache)
 

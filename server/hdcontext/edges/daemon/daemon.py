@@ -222,6 +222,7 @@ class Daemon:
     async def shutdown(self) -> None:
         """Stop the watcher and the pruning; with a retention of 0, delete the sessions this
         daemon served, which nobody uses any more (the store must still be open)."""
+        await self.registry.settle_saves()
         await self.watcher.stop()
         if self._pruner is None:
             return
@@ -300,15 +301,24 @@ class Daemon:
         return SyncReply(**reply, appended=outcome.appended, forked_at=outcome.forked_at).to_wire()
 
     async def sync_compact(
-        self, raw: object, at: int | None = None, overrides: Mapping[str, object] | None = None
+        self,
+        raw: object,
+        at: int | None = None,
+        overrides: Mapping[str, object] | None = None,
+        *,
+        save_later: bool = False,
     ) -> CompactResult:
         """``history/sync`` then ``history/compact`` as one request: one lock, one commit
         (one write to the disk where the two make two), the typed result. What the proxy
         does for each request it carries; all or nothing, like each of the two.
         ``overrides``: the session's overrides the request itself says (an agent that asks
         its prompt cache an hour makes its session ``cache.ttl: 1h``), set before the compact
-        (a wrong one raises SettingError, and nothing is changed)."""
-        return await self._sync_then(raw, lambda session: session.compact(0, at), overrides)
+        (a wrong one raises SettingError, and nothing is changed). With ``save_later``, the
+        result comes before the commit is on disk (``Registry.commit_then_save``): the
+        session's lock stays held until it is, and ``saving`` says when."""
+        return await self._sync_then(
+            raw, lambda session: session.compact(0, at), overrides, save_later
+        )
 
     async def sync_passed(self, raw: object, at: int | None = None) -> CompactResult:
         """``history/sync``, then the call told to the session as sent with the history as
@@ -330,6 +340,7 @@ class Daemon:
         raw: object,
         then: Callable[[Session], Awaitable[CompactResult]],
         overrides: Mapping[str, object] | None = None,
+        save_later: bool = False,
     ) -> CompactResult:
         """A sync and ``then`` in one commit. What is small is done on the event loop: the
         digests a ``Conversation`` holds made already, a handful of new entries counted (a
@@ -340,7 +351,10 @@ class Daemon:
             digests = conversation.digests()
         else:
             digests = await asyncio.to_thread(conversation.digests)
-        async with self.registry.lock(p.session_id):
+        lock = self.registry.lock(p.session_id)
+        await lock.acquire()
+        saving: asyncio.Future[None] | None = None
+        try:
             taken = await self._sync_entries(p.session_id, conversation, digests)
             session, held, new, prepared = taken
 
@@ -360,9 +374,14 @@ class Daemon:
                 return await then(session)
 
             try:
-                result = await self.registry.commit(
-                    session, change, cancellable=True, model=p.model
-                )
+                if save_later:
+                    result, saving = await self.registry.commit_then_save(
+                        session, change, model=p.model
+                    )
+                else:
+                    result = await self.registry.commit(
+                        session, change, cancellable=True, model=p.model
+                    )
             except SummarizerError as err:
                 raise summarizer_failed(str(err)) from None
             except CompressionError as err:
@@ -371,6 +390,11 @@ class Daemon:
             self._noted.discard(p.session_id)  # saved with this commit
             conversation.settle(digests)
             self._notify(session, result.status)
+        finally:
+            if saving is None:
+                lock.release()
+            else:  # held until the commit is on disk
+                saving.add_done_callback(lambda _: lock.release())
         if log.isEnabledFor(logging.DEBUG):
             synced = outcome[0]
             log.debug(

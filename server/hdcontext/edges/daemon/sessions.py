@@ -76,6 +76,7 @@ class Registry:
         self._saved: dict[str, _Saved] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._inbox: dict[str, dict[str, int]] = {}
+        self._saving: dict[str, asyncio.Future[None]] = {}  # commit_then_save's writes
 
     # -- lookups ------------------------------------------------------------------------------
 
@@ -274,7 +275,68 @@ class Registry:
 
         return await to_completion(finish())
 
+    async def commit_then_save(
+        self, session: Session, change: Callable[[], Awaitable[T]], *, model: str | None = None
+    ) -> tuple[T, asyncio.Future[None]]:
+        """``commit`` answered before its write: the change applied (undone if it fails or
+        the caller is cancelled), what it changed taken for the store, and the write
+        started; the future is done once it is on disk. A write that fails puts the session
+        back as it was before the change, as ``commit`` does, and the future carries the
+        error.
+
+        For a caller whose answer does not wait for the disk (the proxy: its request goes
+        upstream while the write runs). It keeps the session's lock until the future is
+        done, so that nothing changes the session between the change and its write, or
+        its undo."""
+        snapshot = session.snapshot()
+        try:
+            value = await change()
+            op, saved = self._save_op(session, model)
+        except BaseException:
+            session.restore(snapshot)
+            raise
+
+        async def write() -> None:
+            try:
+                await self._store.save(op)
+            except BaseException:
+                session.restore(snapshot)
+                raise
+            self._stored(session, saved)
+
+        sid = session.session_id
+        saving = self._saving[sid] = asyncio.ensure_future(write())
+        saving.add_done_callback(lambda done: self._written(sid, done))
+        return value, saving
+
+    def _written(self, session_id: str, saving: asyncio.Future[None]) -> None:
+        if self._saving.get(session_id) is saving:
+            del self._saving[session_id]
+        if not saving.cancelled():
+            saving.exception()  # retrieved here; whoever waits for it says what failed
+
+    def saving(self, session_id: str) -> asyncio.Future[None] | None:
+        """The write ``commit_then_save`` started for the session, while it runs."""
+        return self._saving.get(session_id)
+
+    async def settle_saves(self) -> None:
+        """Wait for the writes ``commit_then_save`` started (before the store closes)."""
+        while self._saving:
+            await asyncio.gather(*self._saving.values(), return_exceptions=True)
+
     async def _save(self, session: Session, model: str | None) -> None:
+        op, saved = self._save_op(session, model)
+        await self._store.save(op)
+        self._stored(session, saved)
+
+    def _stored(self, session: Session, saved: _Saved) -> None:
+        current = self._saved.get(session.session_id)
+        if current is not None:  # (not when the session was unloaded meanwhile)
+            current.transcript_len = saved.transcript_len
+            current.revision = saved.revision
+
+    def _save_op(self, session: Session, model: str | None) -> tuple[SaveOp, _Saved]:
+        """What the store lacks of the session, and how far it has it once that is written."""
         sid = session.session_id
         saved = self._saved[sid]
         history = session.history
@@ -295,9 +357,7 @@ class Registry:
             model=model,
             calls=session.take_calls(),
         )
-        await self._store.save(op)
-        saved.transcript_len = len(transcript)
-        saved.revision = history.journal.revision
+        return op, _Saved(len(transcript), history.journal.revision)
 
     # -- disk writes --------------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ from .dashboard import Dashboard, add_routes
 from .guard import refusal
 from .keepwarm import Caller, KeepWarm, Send
 from .openai import OpenAiApi
-from .upstream import SESSION_HEADER, Forwarded, Upstream, forward, request_headers
+from .upstream import SESSION_HEADER, Forwarded, Upstream, forward, request_headers, saved
 from .usage import from_json
 
 log = logging.getLogger(__name__)
@@ -192,7 +192,9 @@ async def _through(request: web.Request, name: str) -> web.StreamResponse:
         _verdict(compacted),
         (sent - started) * 1000,
     )
-    done: Forwarded = await forward(_session(state), request, upstream, body, billed_of)
+    saving = compacted.saving if compacted is not None else None
+    done: Forwarded = await forward(_session(state), request, upstream, body, billed_of, saving)
+    await saved(saving)  # an answer in one body goes out once this handler returns
     _answered(name, compacted.session_id if compacted is not None else request.path, done, sent)
     if compacted is not None and done.billed is not None:
         try:

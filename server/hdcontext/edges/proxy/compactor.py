@@ -128,6 +128,9 @@ class Compacted:
     """When a refresh call would pay if no call came first (``cache.refreshAt``)."""
     params: Mapping[str, Any] | None = None
     """The request's fields besides its conversation (what a refresh call repeats)."""
+    saving: asyncio.Future[None] | None = None
+    """The session's commit being written while the request goes upstream (done once it
+    is on disk; ``None``: written already). Its answer ends after it."""
 
 
 def client_name(user_agent: str | None) -> str:
@@ -494,7 +497,11 @@ class Compactor:
         self._keep(session, _with_pieces(taken.memo, pieces))
         await self._hold(session)
         overrides = self._lifetime(api, raw, taken.body, session, match)
-        result = await self.daemon.sync_compact(self._params(session, taken), at, overrides)
+        # The commit is written while the request goes upstream (its answer waits for it).
+        result = await self.daemon.sync_compact(
+            self._params(session, taken), at, overrides, save_later=True
+        )
+        saving = self.daemon.registry.saving(session)
         blobs = result.history.blobs
         breakpoints = tuple(result.cache.breakpoints) or (len(blobs) - 1,)
         ttls = tuple(result.cache.breakpoint_ttls)
@@ -525,6 +532,7 @@ class Compactor:
             breakpoints=breakpoints,
             refresh_at=result.cache.refresh_at,
             params=taken.body,
+            saving=saving,
         )
 
     def refresh_body(self, api: Api, params: Mapping[str, Any], result: CompactResult) -> bytes:

@@ -19,6 +19,7 @@ error shape that says which upstream broke off, which SDKs retry as well.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -118,9 +119,12 @@ async def forward(
     upstream: Upstream,
     body: bytes,
     billed_of: Callable[[object], Billed | None] | None = None,
+    saving: asyncio.Future[None] | None = None,
 ) -> Forwarded:
     """Send ``body`` upstream in place of the request's, and answer the client with what comes
-    back. ``billed_of`` reads the usage of a successful answer (``None``: not read)."""
+    back. ``billed_of`` reads the usage of a successful answer (``None``: not read).
+    ``saving``: the session's commit being written; a streamed answer ends only after it (an
+    answer in one body goes out after ``forward`` returns: its caller waits for it)."""
     url = upstream.url(request.path_qs)
     try:
         answer = await client.request(
@@ -140,7 +144,8 @@ async def forward(
         headers = response_headers(answer.headers)
         read = billed_of is not None and answer.status == 200
         if answer.content_type == "text/event-stream":
-            return await _stream(request, answer, headers, upstream, billed_of if read else None)
+            usage_of = billed_of if read else None
+            return await _stream(request, answer, headers, upstream, usage_of, saving)
         try:
             data = await answer.read()
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
@@ -167,6 +172,7 @@ async def _stream(
     headers: CIMultiDict[str],
     upstream: Upstream,
     billed_of: Callable[[object], Billed | None] | None,
+    saving: asyncio.Future[None] | None,
 ) -> Forwarded:
     response = web.StreamResponse(status=answer.status, reason=answer.reason, headers=headers)
     await response.prepare(request)
@@ -182,8 +188,23 @@ async def _stream(
         log.warning("%s stream ended early: %s", upstream.name, type(exc).__name__)
         _break(request)
         return Forwarded(response, None, answer.status)
+    await saved(saving)
     await response.write_eof()
     return Forwarded(response, usage.billed if usage is not None else None, answer.status)
+
+
+async def saved(saving: asyncio.Future[None] | None) -> None:
+    """Wait for the session's commit to be on disk, so that an answer the client has whole
+    survives the proxy killed right after (``tests/proxy/test_durability.py``). A write that
+    failed was undone (the next request syncs again); the answer goes out all the same."""
+    if saving is None:
+        return
+    try:
+        await asyncio.shield(saving)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        log.warning("a session's change was not saved, and was undone: %s", type(exc).__name__)
 
 
 def _break(request: web.Request) -> None:
