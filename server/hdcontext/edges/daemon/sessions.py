@@ -5,7 +5,9 @@ is loaded from the store the first time a request names it. Each change to a ses
 ``commit``: the change is applied in memory, saved in one transaction, and only then answered;
 if anything fails on the way (a bad setting, a summarizer error, a full disk), the session is
 put back exactly as it was, in memory and on disk alike. Once a change is being saved it runs
-to its end even if the request is cancelled, so memory and disk never disagree.
+to its end even if the request is cancelled, so memory and disk never disagree. The proxy's
+requests take ``commit_then_save``: answered before the write, the session's lock held until
+it is done (the request goes upstream meanwhile, and its answer ends after the write).
 
 Requests for one session are serialized by that session's lock here (first come, first
 served), which wraps the whole request: settle, compact, save, answer. It is the only lock a
