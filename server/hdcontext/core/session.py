@@ -12,6 +12,7 @@ functions the edge hands in).
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -579,6 +580,8 @@ class Session:
         before = bound and turn.thinks
         position = history.position
         held: set[int] = set()
+        if not before:  # only an edit with a key at or past the turn's first may touch it
+            candidates = [c for c in candidates if c.edit.last_key >= first]
         for c in candidates:
             for k in c.edit.keys:
                 if (first <= k <= last or (before and k < first)) and position(k) is not None:
@@ -750,12 +753,14 @@ class Session:
         cache = self._cache
         mark = cache.reply
         call = self._call(r, pricing, at)
+        # ``history.position`` inlined: it is asked of every waiting edit at every call.
+        keys, unchanged = history.keys, call.unchanged
         starts = [
             p
             for c in outcome.waiting
             if not c.edit.free_only  # it waits for a cold cache: no anchor pays for it
-            and (p := history.position(c.edit.first_key)) is not None
-            and p < call.unchanged
+            and (p := bisect_left(keys, k := c.edit.first_key)) < unchanged
+            and keys[p] == k
         ]
         free_waiting = sum(c.saving for c in outcome.waiting if c.edit.free_only)
         breakpoints = cache.prompt.place(call, starts)

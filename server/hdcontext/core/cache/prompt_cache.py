@@ -168,9 +168,11 @@ class PromptCache:
             held: tuple[Candidate, ...] = ()
         else:
             held = tuple(c for c in candidates if c.edit.free_only and c.start < cached_end)
-        waiting = {id(c) for c in held}
+        if held:
+            waiting = {id(c) for c in held}
+            candidates = [c for c in candidates if id(c) not in waiting]
         chosen = plan(
-            [c for c in candidates if id(c) not in waiting],
+            candidates,
             cached_end=cached_end,
             tokens_between=call.view.tokens_between,
             pricing=_rewritten_at(call),

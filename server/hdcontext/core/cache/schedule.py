@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from ..density.edits import Edit
 from .pricing import Pricing
@@ -72,24 +73,38 @@ def plan(
     """Which edits apply now. ``cached_end``: the working-view index where the prefix the
     provider holds ends (0 when its cache is cold); ``tokens_between(i, j)``: the tokens of
     entries ``i`` to ``j - 1``; ``restart(i)``: where the provider's cached prefix would end if
-    entry ``i`` changed (``i`` itself unless said otherwise)."""
+    entry ``i`` changed (``i`` itself unless said otherwise): the last cache entry at or
+    before ``i``, so that it is the same for every index from what it answers up to ``i``."""
     free = [c for c in candidates if c.start >= cached_end]
-    costly = sorted((c for c in candidates if c.start < cached_end), key=lambda c: c.start)
+    costly = [c for c in candidates if c.start < cached_end]
+    costly.sort(key=_START)
+    # Read once into plain lists: the walk below runs over every waiting edit at every call.
+    starts = list(map(_START, costly))
+    savings = list(map(_SAVING, costly))
+    write, read = pricing.write, pricing.read
     best, best_net = len(costly), 0.0
     saved = 0
-    # Where the read restarts takes few values (the live cache entries): each is counted once.
+    # Where the read restarts takes few values (the live cache entries): each is asked and
+    # counted once, the starts walked downwards (``restart``'s contract, in ``plan``'s doc).
     counted: dict[int, int] = {}
+    cut = after = -1
     for k in range(len(costly) - 1, -1, -1):
-        saved += costly[k].saving
-        if k > 0 and costly[k - 1].start == costly[k].start:
+        saved += savings[k]
+        start = starts[k]
+        if k > 0 and starts[k - 1] == start:
             continue  # edits that start at one entry go together
-        start = costly[k].start
-        cut = start if restart is None else restart(start)
-        after = counted.get(cut)
-        if after is None:
-            after = counted[cut] = tokens_between(cut, cached_end)
-        rewrite = (after - saved) * pricing.write - after * pricing.read
-        net = horizon * saved * pricing.read - rewrite
+        if start < cut or cut < 0 or restart is None:
+            cut = start if restart is None else restart(start)
+            known = counted.get(cut)
+            if known is None:
+                known = counted[cut] = tokens_between(cut, cached_end)
+            after = known
+        rewrite = (after - saved) * write - after * read
+        net = horizon * saved * read - rewrite
         if net > best_net and rewrite <= budget:
             best, best_net = k, net
     return Plan(tuple(free + costly[best:]), tuple(costly[:best]))
+
+
+_START = attrgetter("start")
+_SAVING = attrgetter("saving")

@@ -122,7 +122,7 @@ class MaskingPass:
         limit = self._limit(context)
         if limit is None:
             return []
-        touched = {(b.key, b.block) for edit in context.earlier for b in edit.blocks}
+        touched = frozenset().union(*[edit.positions for edit in context.earlier])
         edits: list[Edit] = []
         for position in self._order[: bisect_left(self._order, limit)]:
             if position in touched or position in context.protected:
@@ -151,9 +151,7 @@ class MaskingPass:
         limit: Position = (self._ai[-1], -1)
         if self._keep == 0:
             return limit
-        dropped = {
-            (b.key, b.block) for edit in context.earlier for b in edit.blocks if b.new is None
-        }
+        dropped = frozenset().union(*[edit.dropped for edit in context.earlier])
         seen = 0
         for position in reversed(self._responses):
             if position in dropped:

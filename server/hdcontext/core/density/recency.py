@@ -73,9 +73,7 @@ class RecencyPass:
     def propose(self, context: PassContext) -> list[Edit]:
         """One edit per response older than the newest ``retention`` of its tool, except the
         current views of files (``context.protected``): pruning those would blind an edit."""
-        dropped = {
-            (b.key, b.block) for edit in context.earlier for b in edit.blocks if b.new is None
-        }
+        dropped = frozenset().union(*[edit.dropped for edit in context.earlier])
         protected = context.protected
         edits: list[Edit] = []
         for tool, live in self._live.items():

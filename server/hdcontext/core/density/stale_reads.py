@@ -138,6 +138,9 @@ class StaleReadPass:
         self._drop_edits: dict[str, tuple[list[Position], Edit]] = {}
         """The last ``propose``'s drop edits, by read: the same blocks make the same edit
         object again (the schedule then knows it), not a new one each compact."""
+        self._drop_moved: set[str] = set()
+        """Reads whose call or responses came or went since the last ``propose`` (settled):
+        only their drop edits are looked at again."""
         self._covered: set[str] = set()  # write calls a later whole view of their files covers
         self._pointed: set[Position] = set()  # write calls whose content is the pointer already
         self._input_edits: dict[str, Edit | None] = {}
@@ -220,17 +223,19 @@ class StaleReadPass:
             if covered is not None:
                 edits.append(covered)
         built = self._drop_edits
-        self._drop_edits = {}
+        moved = self._drop_moved
+        self._drop_edits = drops = {}
+        self._drop_moved = set()
         for call_id, fate in self._fates.items():
             if fate is Fate.DROP:
-                positions = [self._facts[call_id].position]
-                positions.extend(p for p, _ in self._responses.get(call_id, ()))
                 known = built.get(call_id)
-                edit = known[1] if known is not None and known[0] == positions else None
-                if edit is None:
-                    edit = drop(self.rule, positions)
-                self._drop_edits[call_id] = (positions, edit)
-                edits.append(edit)
+                if known is None or call_id in moved:
+                    positions = [self._facts[call_id].position]
+                    positions.extend(p for p, _ in self._responses.get(call_id, ()))
+                    if known is None or known[0] != positions:
+                        known = (positions, drop(self.rule, positions))
+                drops[call_id] = known
+                edits.append(known[1])
             else:
                 edit = self._point_edit(call_id, context)
                 if edit is not None:
@@ -286,6 +291,7 @@ class StaleReadPass:
         files: set[str] = set()
         recheck = self._recheck
         self._recheck = set()
+        self._drop_moved |= ids
         for call_id in ids:
             self._point_edits.pop(call_id, None)
             self._input_edits.pop(call_id, None)

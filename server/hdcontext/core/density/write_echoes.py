@@ -105,9 +105,7 @@ class WriteEchoPass:
         """One edit per echo that is a listing or that an AI entry follows (not one an
         earlier pass drops)."""
         last_ai = self._ai[-1] if self._ai else -1
-        dropped = {
-            (b.key, b.block) for edit in context.earlier for b in edit.blocks if b.new is None
-        }
+        dropped = frozenset().union(*[edit.dropped for edit in context.earlier])
         return [
             self._edits.edit(position, context.entry_of)
             for position in sorted(self._echoes)

@@ -233,8 +233,11 @@ def serve_proxy(
 
 def proxy_daemon(storage: Path, settings: IdeSettings, retention: Retention) -> Daemon:
     """The daemon behind ``hdcontext proxy``: its commits are not flushed to the disk, since an
-    agent sends its whole conversation again with every request (storage/store.py)."""
-    return Daemon(_NoEditor(), storage, settings, retention=retention, durable=False)
+    agent sends its whole conversation again with every request (storage/store.py), and no
+    editor hears of its sessions' tokens."""
+    return Daemon(
+        _NoEditor(), storage, settings, retention=retention, durable=False, notifies=False
+    )
 
 
 async def _serve(
