@@ -554,11 +554,13 @@ class Session:
                     if c.saving > 0 or c.edit.informs
                 ]
             held = self._held(listed)
-            ready = [c for c in listed if id(c) not in held]
+            ready = [c for c in listed if id(c) not in held] if held else listed
             if r.values.schedule == "every-turn":
                 chosen = everything(ready)
             else:
                 chosen = self._cache.prompt.choose(call, ready, all_now)
+            if not held:
+                return chosen
             return Plan(chosen.apply, chosen.wait + tuple(c for c in listed if id(c) in held))
 
         return schedule
