@@ -59,24 +59,23 @@ class Edit:
     last_key: int = field(init=False, repr=False, compare=False)
     """The largest key it touches (-1: none, below every key). A field, not a property:
     the schedule reads it of every waiting edit at every compact."""
-    positions: frozenset[Position] = field(init=False, repr=False, compare=False)
-    """The blocks it drops or replaces; ``dropped``: those it drops. Made once: the later
-    passes join those of every earlier edit at every compact."""
-    dropped: frozenset[Position] = field(init=False, repr=False, compare=False)
+    positions: tuple[Position, ...] = field(init=False, repr=False, compare=False)
+    """The blocks it drops or replaces, in order; ``dropped``: those it drops. Made once
+    (tuples, the smallest that holds them): the later passes join those of every earlier
+    edit at every compact."""
+    dropped: tuple[Position, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         keys = frozenset(b.key for b in self.blocks)
         object.__setattr__(self, "_keys", keys)
         object.__setattr__(self, "_first_key", min(keys) if keys else None)
         object.__setattr__(self, "last_key", max(keys) if keys else -1)
-        positions = frozenset((b.key, b.block) for b in self.blocks)
+        positions = tuple((b.key, b.block) for b in self.blocks)
         object.__setattr__(self, "positions", positions)
         if all(b.new is None for b in self.blocks):
             dropped = positions
-        elif any(b.new is None for b in self.blocks):
-            dropped = frozenset((b.key, b.block) for b in self.blocks if b.new is None)
         else:
-            dropped = _NOTHING
+            dropped = tuple((b.key, b.block) for b in self.blocks if b.new is None)
         object.__setattr__(self, "dropped", dropped)
 
     @property
@@ -88,9 +87,6 @@ class Edit:
         if self._first_key is None:
             raise ValueError("an edit of no block has no first key")
         return self._first_key
-
-
-_NOTHING: frozenset[Position] = frozenset()
 
 
 def drop(rule: Rule, positions: Iterable[Position]) -> Edit:
