@@ -33,18 +33,14 @@ class ShellStep:
     after: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class _Call:
-    call_id: str
-    command: str
-    cwd: str | None
-
-
 class ShellRuns:
     def __init__(self, workspace_root: str) -> None:
         self._root = shell_root(workspace_root)
         self._order: list[Position] = []
-        self._calls: dict[Position, _Call] = {}
+        self._calls: dict[Position, str] = {}
+        """Each shell call's id. Not its command: that is read again from its entry when its
+        step is redone (``update``'s ``call_at``), so that a history's commands, which can
+        be a sixth of its JSON, are not held twice."""
         self._steps: dict[Position, ShellStep] = {}
         self._by_id: dict[str, list[Position]] = {}
         self._dirty: set[Position] = set()  # calls whose own inputs changed
@@ -53,23 +49,23 @@ class ShellRuns:
 
     # -- changes --------------------------------------------------------------------------
 
-    def add(self, position: Position, call_id: str, command: str, cwd: str | None) -> None:
+    def add(self, position: Position, call_id: str) -> None:
         insort(self._order, position)
-        self._calls[position] = _Call(call_id, command, cwd)
+        self._calls[position] = call_id
         insort(self._by_id.setdefault(call_id, []), position)
         self.touch(call_id)  # the others with this id are no longer alone
 
     def remove(self, position: Position) -> None:
-        call = self._calls.pop(position)
+        call_id = self._calls.pop(position)
         del self._order[bisect_left(self._order, position)]
         self._steps.pop(position, None)
         self._dirty.discard(position)
-        same = self._by_id[call.call_id]
+        same = self._by_id[call_id]
         del same[bisect_left(same, position)]
         if not same:
-            del self._by_id[call.call_id]
-        self.touch(call.call_id)
-        self._gone.add(call.call_id)
+            del self._by_id[call_id]
+        self.touch(call_id)
+        self._gone.add(call_id)
         if self._redo_from is None or position < self._redo_from:
             self._redo_from = position
 
@@ -79,12 +75,17 @@ class ShellRuns:
 
     # -- the walk -------------------------------------------------------------------------
 
-    def update(self, succeeded: Callable[[str, Position], bool]) -> set[str]:
+    def update(
+        self,
+        succeeded: Callable[[str, Position], bool],
+        call_at: Callable[[Position], tuple[str, str | None]],
+    ) -> set[str]:
         """Redo the steps that may have changed; the ids whose effect or success changed.
 
         ``succeeded(call_id, position)``: answered, without an error or a failing exit status.
         A call whose id other shell calls share never succeeds (its responses cannot be told
-        apart), as in ``read_write``.
+        apart), as in ``read_write``. ``call_at(position)``: the call's command and the
+        directory it names (``None``: the shell's own), as its entry holds them now.
         """
         changed = self._gone
         self._gone = set()
@@ -108,17 +109,16 @@ class ShellRuns:
                 directory = old.after
                 i += 1
                 continue
-            call = self._calls[position]
+            call_id = self._calls[position]
             if old is None or position in dirty:
-                ok = len(self._by_id[call.call_id]) == 1 and succeeded(call.call_id, position)
+                ok = len(self._by_id[call_id]) == 1 and succeeded(call_id, position)
             else:
                 ok = old.succeeded
-            effect, after = next_effect(
-                ShellCall(call.command, call.cwd, ok), directory, self._root
-            )
+            command, cwd = call_at(position)
+            effect, after = next_effect(ShellCall(command, cwd, ok), directory, self._root)
             step = ShellStep(effect, ok, directory, after)
             if old is None or (old.effect, old.succeeded) != (effect, ok):
-                changed.add(call.call_id)
+                changed.add(call_id)
             self._steps[position] = step
             directory = after
             i += 1

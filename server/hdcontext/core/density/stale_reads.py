@@ -122,7 +122,6 @@ class StaleReadPass:
         self._calls: dict[str, list[tuple[Position, _KeptCall]]] = {}
         self._responses: dict[str, list[tuple[Position, Outcome]]] = {}
         self._shell = ShellRuns(config.workspace_root)
-        self._commands: dict[str, str] = {}  # shell call id -> command, for partial spans
         self._facts: dict[str, _Facts] = {}
         self._writers: dict[str, set[str]] = {}  # file -> ids of writes to it
         self._viewers: dict[str, set[str]] = {}  # file -> ids of views of it
@@ -161,12 +160,8 @@ class StaleReadPass:
                     self._recheck.add(block.id)  # pointed or not, its facts may be the same
                     if is_covered_input(block.parameters):
                         self._pointed.add(position)
-                if block.name in config.shell_tools:
-                    command = command_of(block.parameters)
-                    if command is not None:
-                        cwd = cwd_of(block.parameters) or entry_cwd(entry)
-                        self._shell.add(position, block.id, command, cwd)
-                        self._commands[block.id] = command
+                if block.name in config.shell_tools and command_of(block.parameters) is not None:
+                    self._shell.add(position, block.id)
             elif isinstance(block, ToolResponseBlock):
                 answers = self._responses.setdefault(block.call_id, [])
                 insort(answers, ((key, j), outcome_of(block)), key=_first)
@@ -194,8 +189,6 @@ class StaleReadPass:
                     self._pointed.discard((key, j))
                 if block.name in config.shell_tools and command_of(block.parameters) is not None:
                     self._shell.remove((key, j))
-                if block.id not in self._calls:
-                    self._commands.pop(block.id, None)
             elif isinstance(block, ToolResponseBlock):
                 _discard(self._responses, block.call_id, (key, j))
                 self._dirty_ids.add(block.call_id)
@@ -285,7 +278,10 @@ class StaleReadPass:
         """Bring the facts up to date with the entries and the ledger given so far."""
         self._set_ledger(context.ledger)
         stamp_of = context.stamp_of
-        changed = self._shell.update(self._shell_succeeded)
+        entry_of = context.entry_of
+        changed = self._shell.update(
+            self._shell_succeeded, lambda position: _shell_call(entry_of, position)
+        )
         ids = self._dirty_ids | changed
         self._dirty_ids = set()
         files: set[str] = set()
@@ -296,7 +292,7 @@ class StaleReadPass:
             self._point_edits.pop(call_id, None)
             self._input_edits.pop(call_id, None)
             old = self._facts.get(call_id)
-            new = self._facts_of(call_id, stamp_of)
+            new = self._facts_of(call_id, stamp_of, entry_of)
             if new == old:
                 continue
             recheck.add(call_id)
@@ -457,7 +453,12 @@ class StaleReadPass:
     def _shell_succeeded(self, call_id: str, position: Position) -> bool:
         return shell_succeeded([r for _, r in self._answers(call_id, position)])
 
-    def _facts_of(self, call_id: str, stamp_of: Callable[[int], int | None]) -> _Facts | None:
+    def _facts_of(
+        self,
+        call_id: str,
+        stamp_of: Callable[[int], int | None],
+        entry_of: Callable[[int], IContent],
+    ) -> _Facts | None:
         """The rules' view of the call with this id, if exactly one call has it and it read
         or wrote a file (the rest need not be kept)."""
         calls = self._calls.get(call_id)
@@ -497,7 +498,7 @@ class StaleReadPass:
             )
         paths, only_reads = read
         if run is not None and block.name not in config.read_tools:
-            command = self._commands.get(call_id, "")
+            command = _shell_call(entry_of, position)[0]
             full = set(run.effect.full_reads)
             spans = tuple(WHOLE if p in full else shell_span(command) for p in paths)
             worked = run.succeeded
@@ -517,6 +518,18 @@ class StaleReadPass:
             True,
             viewed,
         )
+
+
+def _shell_call(entry_of: Callable[[int], IContent], position: Position) -> tuple[str, str | None]:
+    """A shell call's command and the directory it names, read from its entry (kept by
+    ``ShellRuns`` only by position)."""
+    key, j = position
+    entry = entry_of(key)
+    block = entry.blocks[j]
+    assert isinstance(block, ToolCallBlock)
+    command = command_of(block.parameters)
+    assert command is not None
+    return command, cwd_of(block.parameters) or entry_cwd(entry)
 
 
 def _views(facts: _Facts) -> set[str]:
