@@ -89,9 +89,10 @@ _CHANGES_DIRECTORY = re.compile(
 _ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ShellEffect:
-    """What one shell command does to files, as far as it is certain."""
+    """What one shell command does to files, as far as it is certain (slots: the density
+    engine keeps one for every shell call of a history)."""
 
     reads: tuple[str, ...] = ()
     """Resolved files whose content the command showed the model (first stage of a pipeline

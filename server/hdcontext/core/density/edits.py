@@ -93,14 +93,16 @@ def drop(rule: Rule, positions: Iterable[Position]) -> Edit:
     return Edit(rule, tuple(BlockEdit(k, j) for k, j in sorted(positions)))
 
 
+Replace: TypeAlias = Callable[[Block, Callable[[int], IContent]], Block]
+"""What a pass makes of a block, given the block and how to read any entry by key."""
+
+
 class Replacements:
     """A pass's one-block edits (a block replaced by what ``replace`` makes of it), each
     built once: building one parses its entry, and a waiting edit is asked for at every
     compact until it applies. A pass forgets a block's edit when the block leaves."""
 
-    def __init__(
-        self, rule: Rule, replace: Callable[[Block], Block], free_only: bool = False
-    ) -> None:
+    def __init__(self, rule: Rule, replace: Replace, free_only: bool = False) -> None:
         self._rule = rule
         self._replace = replace
         self._free_only = free_only
@@ -110,7 +112,7 @@ class Replacements:
         built = self._built.get(position)
         if built is None:
             key, j = position
-            new = self._replace(entry_of(key).blocks[j])
+            new = self._replace(entry_of(key).blocks[j], entry_of)
             edit = Edit(self._rule, (BlockEdit(key, j, new),), free_only=self._free_only)
             built = self._built[position] = edit
         return built

@@ -52,7 +52,9 @@ class MaskingPass:
         self._retrieve_tool = retrieve_tool
         self._responses: list[Position] = []  # every response, in order: the retention window
         self._answers: dict[str, list[Position]] = {}  # call id -> its responses
-        self._calls: dict[str, list[tuple[Position, str | None]]] = {}  # -> key parameters
+        self._calls: dict[str, list[Position]] = {}  # call id -> its calls
+        """Not their key parameters (``describe_call``): those are read again from the call's
+        entry when an output's pointer is weighed or made, once each, rather than held."""
         self._live: dict[Position, OutputFacts] = {}  # outputs a pointer could stand for
         self._order: list[Position] = []  # the same, in order
         self._worth: dict[Position, bool] = {}  # pointer shorter and exit status kept
@@ -66,8 +68,7 @@ class MaskingPass:
             insort(self._ai, key)
         for j, block in enumerate(entry.blocks):
             if isinstance(block, ToolCallBlock):
-                about = describe_call(block.parameters)
-                insort(self._calls.setdefault(block.id, []), ((key, j), about))
+                insort(self._calls.setdefault(block.id, []), (key, j))
                 self._forget_answers(block.id)  # their pointers name the call
             elif isinstance(block, ToolResponseBlock):
                 position = (key, j)
@@ -89,7 +90,7 @@ class MaskingPass:
             position = (key, j)
             if isinstance(block, ToolCallBlock):
                 calls = self._calls[block.id]
-                del calls[bisect_left(calls, position, key=_first)]
+                del calls[bisect_left(calls, position)]
                 if not calls:
                     del self._calls[block.id]
                 self._forget_answers(block.id)
@@ -128,18 +129,20 @@ class MaskingPass:
             if position in touched or position in context.protected:
                 continue
             facts = self._live[position]
-            if len(self._answers[facts.call_id]) != 1 or not self._worth_masking(position):
+            if len(self._answers[facts.call_id]) != 1 or not self._worth_masking(
+                position, context.entry_of
+            ):
                 continue
             edits.append(self._edits.edit(position, context.entry_of))
         return edits
 
-    def _worth_masking(self, position: Position) -> bool:
+    def _worth_masking(self, position: Position, entry_of: Callable[[int], IContent]) -> bool:
         """The pointer is shorter than the output (by ``MIN_GAIN_CHARS``), and reads as the
         same exit status (a key parameter could read as one: then the output stays)."""
         worth = self._worth.get(position)
         if worth is None:
             facts = self._live[position]
-            pointer = masked_pointer(facts, self._key(facts.call_id), self._retrieve_tool)
+            pointer = masked_pointer(facts, self._key(facts.call_id, entry_of), self._retrieve_tool)
             worth = facts.chars >= len(pointer) + MIN_GAIN_CHARS
             worth = worth and exit_status(pointer) == facts.exit_status
             self._worth[position] = worth
@@ -161,20 +164,21 @@ class MaskingPass:
                 return min(limit, position)
         return None
 
-    def _key(self, call_id: str) -> str | None:
-        """The call's key parameter, when exactly one call has this id."""
+    def _key(self, call_id: str, entry_of: Callable[[int], IContent]) -> str | None:
+        """The call's key parameters, when exactly one call has this id."""
         calls = self._calls.get(call_id, ())
-        return calls[0][1] if len(calls) == 1 else None
+        if len(calls) != 1:
+            return None
+        key, j = calls[0]
+        call = entry_of(key).blocks[j]
+        assert isinstance(call, ToolCallBlock)
+        return describe_call(call.parameters)
 
-    def _masked(self, block: Block) -> Block:
+    def _masked(self, block: Block, entry_of: Callable[[int], IContent]) -> Block:
         assert isinstance(block, ToolResponseBlock)
-        key = self._key(block.call_id)
+        key = self._key(block.call_id, entry_of)
         pointer = masked_pointer(OutputFacts.of(block), key, self._retrieve_tool)
         return block.model_copy(update={"result": pointer})
-
-
-def _first(item: tuple[Position, str | None]) -> Position:
-    return item[0]
 
 
 MAX_KEYS = 2

@@ -43,7 +43,7 @@ class RecencyPass:
         self._keep_small = keep_small
         self._by_tool: dict[str, list[Position]] = {}
         self._live: dict[str, set[Position]] = {}  # responses whose output is not the pointer
-        self._edits = Replacements(self.rule, self._pointed)
+        self._edits = Replacements(self.rule, lambda block, _: self._pointed(block))
 
     def add(self, key: int, entry: IContent) -> None:
         for j, block in enumerate(entry.blocks):

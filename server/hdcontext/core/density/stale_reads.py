@@ -120,6 +120,7 @@ class StaleReadPass:
         self._keep_view = config.keep_latest_view
         self._prune = prune  # False: keep track of views for the other passes only
         self._calls: dict[str, list[tuple[Position, _KeptCall]]] = {}
+        self._other_calls: dict[str, _KeptCall] = {}
         self._responses: dict[str, list[tuple[Position, Outcome]]] = {}
         self._shell = ShellRuns(config.workspace_root)
         self._facts: dict[str, _Facts] = {}
@@ -176,7 +177,10 @@ class StaleReadPass:
         if block.name in config.write_tools:
             whole = writes_whole_content(block.parameters)
             return _KeptCall(block.name, path_parameters(block.parameters), whole_write=whole)
-        return _KeptCall(block.name, None)
+        kept = self._other_calls.get(block.name)
+        if kept is None:  # one for all the calls of a tool that names no file
+            kept = self._other_calls[block.name] = _KeptCall(block.name, None)
+        return kept
 
     def remove(self, key: int, entry: IContent) -> None:
         config = self._config

@@ -25,7 +25,7 @@ class TodoListPass:
     def __init__(self) -> None:
         self._calls: list[Position] = []
         self._full: set[Position] = set()  # calls whose list is not the pointer yet
-        self._edits = Replacements(self.rule, _without_list)
+        self._edits = Replacements(self.rule, lambda block, _: _without_list(block))
 
     def add(self, key: int, entry: IContent) -> None:
         for j, block in enumerate(entry.blocks):

@@ -79,7 +79,7 @@ class WriteEchoPass:
         self._echoes: set[Position] = set()
         self._listings: set[Position] = set()  # echoes trimmed at once
         self._ai: list[int] = []  # keys of AI entries, in order
-        self._edits = Replacements(self.rule, self._trimmed)
+        self._edits = Replacements(self.rule, lambda block, _: self._trimmed(block))
 
     def add(self, key: int, entry: IContent) -> None:
         if entry.speaker == "ai":
