@@ -112,3 +112,39 @@ def test_another_history_is_never_taken_for_the_one_it_learnt() -> None:
     asked = _counting_positions(other)
     savings.candidates([edit], other, _entry_of(other))
     assert asked, "a history it has not seen is looked at"
+
+
+def _counting_entries(history: History) -> tuple[Callable[[int], IContent], list[int]]:
+    asked: list[int] = []
+    entry = _entry_of(history)
+
+    def counted(key: int) -> IContent:
+        asked.append(key)
+        return entry(key)
+
+    return counted, asked
+
+
+def test_an_edit_made_again_as_an_equal_object_saves_what_it_saved() -> None:
+    """Its saving is the last call's (what an equal edit saves is looked up, not counted),
+    though a call whose edits were all the last one's did not need that look-up."""
+    history = _history(8)
+    savings = Savings()
+    keys = history.keys
+    savings.candidates([drop("recency", [(keys[3], 0)])], history, _entry_of(history))
+    savings.candidates([drop("recency", [(keys[3], 0)])], history, _entry_of(history))
+    made_again = drop("recency", [(keys[3], 0)])
+    entry_of, asked = _counting_entries(history)
+    (candidate,) = savings.candidates([made_again], history, entry_of)
+    assert asked == [], "its saving is not counted again"
+    fresh = Savings().candidates([made_again], history, _entry_of(history))
+    assert (candidate.start, candidate.saving) == (fresh[0].start, fresh[0].saving)
+
+
+def test_an_edit_listed_twice_gets_a_candidate_of_its_own_each_time() -> None:
+    history = _history(8)
+    savings = Savings()
+    edit = drop("recency", [(history.keys[3], 0)])
+    for _ in range(2):
+        one, two = savings.candidates([edit, edit], history, _entry_of(history))
+        assert one is not two and one == two

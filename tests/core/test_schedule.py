@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hdcontext.core.cache.ledger import Charge, CostLedger
 from hdcontext.core.cache.prices import provider_of
@@ -19,6 +21,7 @@ from hdcontext.core.compression.tool_summary import DISK_POINTER
 from hdcontext.core.density.edits import drop
 from hdcontext.core.session import Session
 from hdcontext.core.settings import SettingError, resolve, validate
+from tests.examples import examples
 
 from .builders import ai_call, ai_text, human, tool_result
 
@@ -253,3 +256,84 @@ async def test_a_disk_pointer_is_made_though_it_is_longer_than_the_read() -> Non
     s.note_write("/w/a.py", 500)
     result = await s.compact(at=1_000)
     assert DISK_POINTER in result.history.json().decode()
+
+
+def _plan_asking_every_start(
+    candidates: list[Candidate],
+    cached_end: int,
+    tokens_between,  # type: ignore[no-untyped-def]
+    restart,  # type: ignore[no-untyped-def]
+    horizon: float,
+    budget: float,
+) -> tuple[list[Candidate], list[Candidate]]:
+    """``plan`` as first written: where the read restarts asked for every start."""
+    free = [c for c in candidates if c.start >= cached_end]
+    costly = sorted((c for c in candidates if c.start < cached_end), key=lambda c: c.start)
+    best, best_net, saved = len(costly), 0.0, 0
+    for k in range(len(costly) - 1, -1, -1):
+        saved += costly[k].saving
+        if k > 0 and costly[k - 1].start == costly[k].start:
+            continue
+        after = tokens_between(restart(costly[k].start), cached_end)
+        rewrite = (after - saved) * ANTHROPIC.write - after * ANTHROPIC.read
+        net = horizon * saved * ANTHROPIC.read - rewrite
+        if net > best_net and rewrite <= budget:
+            best, best_net = k, net
+    return free + costly[best:], costly[:best]
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    starts=st.lists(st.integers(0, 60), max_size=40),
+    savings=st.lists(st.integers(-50, 400), min_size=40, max_size=40),
+    entries=st.lists(st.integers(1, 60), max_size=5),
+    cached_end=st.integers(0, 60),
+    horizon=st.floats(0.5, 50),
+    budget=st.floats(0, 1e5),
+)
+def test_the_plan_asks_where_the_read_restarts_once_per_cache_entry_and_decides_the_same(
+    starts: list[int],
+    savings: list[int],
+    entries: list[int],
+    cached_end: int,
+    horizon: float,
+    budget: float,
+) -> None:
+    live = sorted(set(entries))
+    asked: list[int] = []
+
+    def restart(i: int) -> int:
+        asked.append(i)
+        return max((e for e in live if e <= i), default=0)
+
+    tokens = [(7 * i) % 23 + 1 for i in range(61)]
+
+    def tokens_between(i: int, j: int) -> int:
+        return sum(tokens[i:j])
+
+    candidates = [candidate(s, v) for s, v in zip(starts, savings, strict=False)]
+    chosen = plan(
+        candidates,
+        cached_end=cached_end,
+        tokens_between=tokens_between,
+        pricing=ANTHROPIC,
+        horizon=horizon,
+        budget=budget,
+        restart=restart,
+    )
+    apply, wait = _plan_asking_every_start(
+        candidates, cached_end, tokens_between, restart, horizon, budget
+    )
+    assert (list(chosen.apply), list(chosen.wait)) == (apply, wait)
+    ends = {restart(c.start) for c in candidates if c.start < cached_end}
+    asked.clear()
+    plan(
+        candidates,
+        cached_end=cached_end,
+        tokens_between=tokens_between,
+        pricing=ANTHROPIC,
+        horizon=horizon,
+        budget=budget,
+        restart=restart,
+    )
+    assert len(asked) <= len(ends)
