@@ -164,13 +164,15 @@ class PromptCache:
         cached_end = restart(call.unchanged)
         # When the entry the request reads outlives a pause, a cold cache (the moment a free
         # edit waits for) would hardly come: such edits compete like the others.
-        if self._long_lived(call, cached_end):
-            held: tuple[Candidate, ...] = ()
-        else:
-            held = tuple(c for c in candidates if c.edit.free_only and c.start < cached_end)
-        if held:
-            waiting = {id(c) for c in held}
-            candidates = [c for c in candidates if id(c) not in waiting]
+        held: list[Candidate] = []
+        if not self._long_lived(call, cached_end):
+            ready: list[Candidate] = []
+            for c in candidates:
+                if c.edit.free_only and c.start < cached_end:
+                    held.append(c)
+                else:
+                    ready.append(c)
+            candidates = ready
         chosen = plan(
             candidates,
             cached_end=cached_end,
@@ -180,7 +182,7 @@ class PromptCache:
             budget=self.ledger.budget(),
             restart=restart,
         )
-        return Plan(chosen.apply, chosen.wait + held)
+        return Plan(chosen.apply, chosen.wait + tuple(held))
 
     def _long_lived(self, call: Call, q: int) -> bool:
         """Whether the live entry at ``q`` is of the longer lifetime."""

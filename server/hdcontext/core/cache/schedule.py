@@ -75,8 +75,13 @@ def plan(
     entries ``i`` to ``j - 1``; ``restart(i)``: where the provider's cached prefix would end if
     entry ``i`` changed (``i`` itself unless said otherwise): the last cache entry at or
     before ``i``, so that it is the same for every index from what it answers up to ``i``."""
-    free = [c for c in candidates if c.start >= cached_end]
-    costly = [c for c in candidates if c.start < cached_end]
+    free: list[Candidate] = []
+    costly: list[Candidate] = []
+    for c in candidates:
+        if c.start < cached_end:
+            costly.append(c)
+        else:
+            free.append(c)
     costly.sort(key=_START)
     # Read once into plain lists: the walk below runs over every waiting edit at every call.
     starts = list(map(_START, costly))

@@ -117,6 +117,12 @@ class Replacements:
             built = self._built[position] = edit
         return built
 
+    @property
+    def built(self) -> Mapping[Position, Edit]:
+        """The edits built so far, by block (read-only): a pass walking many may look them
+        up in place."""
+        return self._built
+
     def forget(self, position: Position) -> None:
         self._built.pop(position, None)
 

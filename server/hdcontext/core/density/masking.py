@@ -123,17 +123,21 @@ class MaskingPass:
         limit = self._limit(context)
         if limit is None:
             return []
-        touched = frozenset().union(*[edit.positions for edit in context.earlier])
+        left = context.protected.union(*[edit.positions for edit in context.earlier])
+        # What each output needs is looked up in place: this walks every live output at
+        # every compact, and most of them were weighed and made at an earlier one.
+        answers, live, weighed, built = self._answers, self._live, self._worth, self._edits.built
+        entry_of = context.entry_of
         edits: list[Edit] = []
         for position in self._order[: bisect_left(self._order, limit)]:
-            if position in touched or position in context.protected:
+            if position in left or len(answers[live[position].call_id]) != 1:
                 continue
-            facts = self._live[position]
-            if len(self._answers[facts.call_id]) != 1 or not self._worth_masking(
-                position, context.entry_of
-            ):
-                continue
-            edits.append(self._edits.edit(position, context.entry_of))
+            worth = weighed.get(position)
+            if worth is None:
+                worth = self._worth_masking(position, entry_of)
+            if worth:
+                edit = built.get(position)
+                edits.append(edit if edit is not None else self._edits.edit(position, entry_of))
         return edits
 
     def _worth_masking(self, position: Position, entry_of: Callable[[int], IContent]) -> bool:

@@ -105,13 +105,14 @@ class WriteEchoPass:
         """One edit per echo that is a listing or that an AI entry follows (not one an
         earlier pass drops)."""
         last_ai = self._ai[-1] if self._ai else -1
-        dropped = frozenset().union(*[edit.dropped for edit in context.earlier])
+        left = context.protected.union(*[edit.dropped for edit in context.earlier])
+        built, entry_of = self._edits.built, context.entry_of
         return [
-            self._edits.edit(position, context.entry_of)
+            edit
+            if (edit := built.get(position)) is not None
+            else self._edits.edit(position, entry_of)
             for position in sorted(self._echoes)
-            if (position[0] < last_ai or position in self._listings)
-            and position not in dropped
-            and position not in context.protected
+            if (position[0] < last_ai or position in self._listings) and position not in left
         ]
 
     def _trimmed(self, block: Block) -> Block:
