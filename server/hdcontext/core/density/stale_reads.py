@@ -291,7 +291,8 @@ class StaleReadPass:
         files: set[str] = set()
         recheck = self._recheck
         self._recheck = set()
-        self._drop_moved |= ids
+        if self._prune:  # (a pass that only follows views proposes nothing)
+            self._drop_moved |= ids
         for call_id in ids:
             self._point_edits.pop(call_id, None)
             self._input_edits.pop(call_id, None)

@@ -320,7 +320,8 @@ class Daemon:
         its prompt cache an hour makes its session ``cache.ttl: 1h``), set before the compact
         (a wrong one raises SettingError, and nothing is changed). With ``save_later``, the
         result comes before the commit is on disk (``Registry.commit_then_save``): the
-        session's lock stays held until it is, and ``saving`` says when."""
+        session's lock stays held until it is, and ``registry.saving(session_id)`` is the
+        write while it runs."""
         return await self._sync_then(
             raw, lambda session: session.compact(0, at), overrides, save_later
         )

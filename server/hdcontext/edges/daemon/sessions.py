@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
@@ -37,6 +38,7 @@ from ..storage.store import Loaded, SaveOp, Store, WorkingChange, WorkingRow
 from . import memory
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class UnknownSession(LookupError):
@@ -314,8 +316,13 @@ class Registry:
     def _written(self, session_id: str, saving: asyncio.Future[None]) -> None:
         if self._saving.get(session_id) is saving:
             del self._saving[session_id]
-        if not saving.cancelled():
-            saving.exception()  # retrieved here; whoever waits for it says what failed
+        if saving.cancelled():
+            return
+        failed = saving.exception()
+        if failed is not None:  # said here, whether or not anyone waits for it
+            log.warning(
+                "a session's change was not saved, and was undone: %s", type(failed).__name__
+            )
 
     def saving(self, session_id: str) -> asyncio.Future[None] | None:
         """The write ``commit_then_save`` started for the session, while it runs."""

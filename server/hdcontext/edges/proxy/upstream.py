@@ -20,6 +20,7 @@ error shape that says which upstream broke off, which SDKs retry as well.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -196,15 +197,12 @@ async def _stream(
 async def saved(saving: asyncio.Future[None] | None) -> None:
     """Wait for the session's commit to be on disk, so that an answer the client has whole
     survives the proxy killed right after (``tests/proxy/test_durability.py``). A write that
-    failed was undone (the next request syncs again); the answer goes out all the same."""
+    failed was undone and logged (``Registry.commit_then_save``; the next request syncs
+    again); the answer goes out all the same."""
     if saving is None:
         return
-    try:
+    with contextlib.suppress(Exception):
         await asyncio.shield(saving)
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:
-        log.warning("a session's change was not saved, and was undone: %s", type(exc).__name__)
 
 
 def _break(request: web.Request) -> None:
