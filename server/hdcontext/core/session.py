@@ -755,16 +755,22 @@ class Session:
         cache = self._cache
         mark = cache.reply
         call = self._call(r, pricing, at)
-        # ``history.position`` inlined: it is asked of every waiting edit at every call.
-        keys, unchanged = history.keys, call.unchanged
-        starts = [
-            p
-            for c in outcome.waiting
-            if not c.edit.free_only  # it waits for a cold cache: no anchor pays for it
-            and (p := bisect_left(keys, k := c.edit.first_key)) < unchanged
-            and keys[p] == k
-        ]
-        free_waiting = sum(c.saving for c in outcome.waiting if c.edit.free_only)
+        # Where each waiting edit's first entry is: where its candidate says when that still
+        # holds its first key (the history changed nothing before it since), else looked up.
+        keys, unchanged, n = history.keys, call.unchanged, len(history.keys)
+        starts: list[int] = []
+        free_waiting = 0
+        for c in outcome.waiting:
+            if c.edit.free_only:  # it waits for a cold cache: no anchor pays for it
+                free_waiting += c.saving
+                continue
+            k, p = c.edit.first_key, c.start
+            if p >= n or keys[p] != k:
+                p = bisect_left(keys, k)
+                if p >= n or keys[p] != k:
+                    continue
+            if p < unchanged:
+                starts.append(p)
         breakpoints = cache.prompt.place(call, starts)
         placed = cache.prompt.lifetimes(call, breakpoints, free_waiting)
         prompt, bill = cache.prompt.called(
