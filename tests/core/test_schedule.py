@@ -312,6 +312,11 @@ def test_the_plan_asks_where_the_read_restarts_once_per_cache_entry_and_decides_
         return sum(tokens[i:j])
 
     candidates = [candidate(s, v) for s, v in zip(starts, savings, strict=False)]
+    apply, wait = _plan_asking_every_start(
+        candidates, cached_end, tokens_between, restart, horizon, budget
+    )
+    ends = {restart(c.start) for c in candidates if c.start < cached_end}
+    asked.clear()
     chosen = plan(
         candidates,
         cached_end=cached_end,
@@ -321,19 +326,5 @@ def test_the_plan_asks_where_the_read_restarts_once_per_cache_entry_and_decides_
         budget=budget,
         restart=restart,
     )
-    apply, wait = _plan_asking_every_start(
-        candidates, cached_end, tokens_between, restart, horizon, budget
-    )
     assert (list(chosen.apply), list(chosen.wait)) == (apply, wait)
-    ends = {restart(c.start) for c in candidates if c.start < cached_end}
-    asked.clear()
-    plan(
-        candidates,
-        cached_end=cached_end,
-        tokens_between=tokens_between,
-        pricing=ANTHROPIC,
-        horizon=horizon,
-        budget=budget,
-        restart=restart,
-    )
     assert len(asked) <= len(ends)

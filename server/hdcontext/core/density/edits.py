@@ -89,6 +89,17 @@ class Edit:
         return self._first_key
 
 
+def touched_by(edits: Iterable[Edit]) -> frozenset[Position]:
+    """Every block the edits drop or replace (joined in C: a later pass asks this of every
+    earlier edit at every compact)."""
+    return frozenset().union(*[edit.positions for edit in edits])
+
+
+def dropped_by(edits: Iterable[Edit]) -> frozenset[Position]:
+    """Every block the edits drop."""
+    return frozenset().union(*[edit.dropped for edit in edits])
+
+
 def drop(rule: Rule, positions: Iterable[Position]) -> Edit:
     return Edit(rule, tuple(BlockEdit(k, j) for k, j in sorted(positions)))
 

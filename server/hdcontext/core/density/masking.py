@@ -38,7 +38,7 @@ from ..compression.tool_summary import OutputFacts, first_line, is_compact, mask
 from ..content import Block, IContent, ToolCallBlock, ToolResponseBlock
 from ..shell import exit_status
 from ..tools import KEY_PARAM_KEYS, key_parameter
-from .edits import Edit, Position, Replacements, Rule
+from .edits import Edit, Position, Replacements, Rule, dropped_by, touched_by
 from .file_rules import RANGE_KEYS
 from .passes import PassContext
 from .recency import MIN_GAIN_CHARS
@@ -123,7 +123,7 @@ class MaskingPass:
         limit = self._limit(context)
         if limit is None:
             return []
-        left = context.protected.union(*[edit.positions for edit in context.earlier])
+        left = context.protected | touched_by(context.earlier)
         # What each output needs is looked up in place: this walks every live output at
         # every compact, and most of them were weighed and made at an earlier one.
         answers, live, weighed, built = self._answers, self._live, self._worth, self._edits.built
@@ -158,7 +158,7 @@ class MaskingPass:
         limit: Position = (self._ai[-1], -1)
         if self._keep == 0:
             return limit
-        dropped = frozenset().union(*[edit.dropped for edit in context.earlier])
+        dropped = dropped_by(context.earlier)
         seen = 0
         for position in reversed(self._responses):
             if position in dropped:

@@ -23,7 +23,7 @@ from bisect import bisect_left, insort
 
 from ..compression.tool_summary import is_pruned, pruned_pointer, result_chars
 from ..content import Block, IContent, ToolResponseBlock
-from .edits import Edit, Position, Replacements, Rule
+from .edits import Edit, Position, Replacements, Rule, dropped_by
 from .passes import PassContext
 
 MIN_GAIN_CHARS = 60
@@ -73,7 +73,7 @@ class RecencyPass:
     def propose(self, context: PassContext) -> list[Edit]:
         """One edit per response older than the newest ``retention`` of its tool, except the
         current views of files (``context.protected``): pruning those would blind an edit."""
-        dropped = frozenset().union(*[edit.dropped for edit in context.earlier])
+        dropped = dropped_by(context.earlier)
         protected = context.protected
         edits: list[Edit] = []
         for tool, live in self._live.items():

@@ -28,7 +28,7 @@ import re
 from bisect import bisect_left, insort
 
 from ..content import Block, IContent, ToolResponseBlock
-from .edits import Edit, Position, Replacements, Rule
+from .edits import Edit, Position, Replacements, Rule, dropped_by
 from .passes import PassContext
 
 MAX_FIRST_LINE = 200
@@ -105,7 +105,7 @@ class WriteEchoPass:
         """One edit per echo that is a listing or that an AI entry follows (not one an
         earlier pass drops)."""
         last_ai = self._ai[-1] if self._ai else -1
-        left = context.protected.union(*[edit.dropped for edit in context.earlier])
+        left = context.protected | dropped_by(context.earlier)
         built, entry_of = self._edits.built, context.entry_of
         return [
             edit
