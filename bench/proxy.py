@@ -20,7 +20,9 @@ What it reports, each side by side with a direct call to the same upstream:
   it does wall times (the load average is printed before and after);
 * **a new conversation's first request** (the proxy, warmed by another conversation, has never
   seen it: a resumed chat), and at 10× the first request after **a restart** of the proxy on
-  the same storage (the daemon holds the session in SQLite, the proxy nothing);
+  the same storage: made as soon as the proxy listens (it waits for its conversation to be
+  taken in: the stopped proxy kept its last request, ``Compactor.keep_for_restart``), and made
+  once the proxy has settled (its CPU idle: the conversations of its last run taken in);
 * **the proxy's memory**: RSS once warm, after 100, 250 and 500 requests of one growing
   conversation, and after 20 more conversations of two requests each (what an agent's day
   looks like: the memory should stop growing once the conversations are held);
@@ -360,6 +362,24 @@ def _first(direct: float, proxied: float) -> dict[str, float]:
     }
 
 
+SETTLED_CPU_S = 0.005
+"""A proxy that used less CPU than this over ``SETTLED_EVERY_S`` has settled."""
+SETTLED_EVERY_S = 0.25
+
+
+async def _settled(proxy: _Proxy, limit_s: float = 60.0) -> float:
+    """Wait until the proxy's CPU is idle (what it does at start is done); how long it took."""
+    start = time.monotonic()
+    used = proxy.cpu_s
+    while time.monotonic() - start < limit_s:
+        await asyncio.sleep(SETTLED_EVERY_S)
+        now = proxy.cpu_s
+        if now - used < SETTLED_CPU_S:
+            break
+        used = now
+    return time.monotonic() - start
+
+
 async def _warm(client: aiohttp.ClientSession, proxy: str, t: Transcript) -> None:
     """Another, short conversation through the proxy first (a valid one, so that it is
     carried): modules, the tokenizer and the store are loaded before anything is timed, as
@@ -417,10 +437,16 @@ async def measure(
                 )
                 report["rss_after_turns_bytes"] = proxy.rss
             if times > 1 and context_limit == CONTEXT_LIMIT:
-                async with _Proxy(upstream.url, storage) as proxy:
-                    await _warm(client, proxy.url, t)
+                async with _Proxy(upstream.url, storage) as proxy:  # no warm-up: at once
                     messages = [*messages, *_turn(WARMUP + turns, t.root)]
                     report["after_restart"] = _first(
+                        *await _pair(client, upstream.url, proxy.url, _body(messages), 1)
+                    )
+                async with _Proxy(upstream.url, storage) as proxy:
+                    await _warm(client, proxy.url, t)
+                    report["restart_settled_s"] = round(await _settled(proxy), 2)
+                    messages = [*messages, *_turn(WARMUP + turns + 1, t.root)]
+                    report["after_restart_settled"] = _first(
                         *await _pair(client, upstream.url, proxy.url, _body(messages), 1)
                     )
     overhead = [p - d for p, d in zip(proxied, direct, strict=True)]
@@ -593,8 +619,11 @@ def table(report: dict[str, Any]) -> str:
         f"{one['relay_cpu_ms_per_request']} ms | {ten['relay_cpu_ms_per_request']} ms |",
         "| a new conversation's first request (direct → proxied) | "
         f"{first(one, 'first_request')} | {first(ten, 'first_request')} |",
-        "| the next request after a restart of the proxy | "
+        "| the next request after a restart of the proxy, made as soon as it listens | "
         f"{first(one, 'after_restart')} | {first(ten, 'after_restart')} |",
+        "| the same, made once the proxy has settled (the last run's conversations taken in, "
+        f"{ten.get('restart_settled_s', '–')} s after it listened) | "
+        f"{first(one, 'after_restart_settled')} | {first(ten, 'after_restart_settled')} |",
     ]
     near = report.get("near")
     if near is not None:

@@ -427,6 +427,20 @@ class Session:
         (for the daemon to compare with modification times before a compaction)."""
         return self._density.read_times(self.history, self.density_config(self.resolved()))
 
+    def warm(self, digests: Sequence[bytes] = ()) -> None:
+        """Make now what the next compaction of a session just loaded would make first, so
+        that a request does not wait for it (the proxy does this at start for the
+        conversations it served last): the density passes' indexes and proposals, what each
+        proposal saves, and, with ``digests`` (the conversation as its client last sent it),
+        which of its entries the session holds. These are caches that a compaction fills
+        anyway: nothing the session decides or answers changes."""
+        r = self.resolved()
+        edits = self._density.proposals(self.history, self.density_config(r))
+        if r.values.schedule != "every-turn":
+            self._savings.candidates(edits, self.history, self._entry)
+        if digests:
+            self.sync_point(digests)
+
     def set_todos(self, todos: Sequence[Todo]) -> None:
         self._todos = list(todos)
         self._todos_since = len(self.history.transcript)

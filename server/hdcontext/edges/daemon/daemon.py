@@ -337,6 +337,22 @@ class Daemon:
 
         return await self._sync_then(raw, passed)
 
+    async def warm(self, session_id: str, digests: Sequence[bytes] = ()) -> list[bytes] | None:
+        """Load a stored session and make what its next compaction would make first
+        (``Session.warm``), off the event loop; its working view's entries as stored (what
+        its last request sent), or None when it is not stored. The proxy's start, for the
+        conversations it served last: their next request is then a turn's work."""
+        async with self.registry.lock(session_id):
+            try:
+                session = await self.registry.get(session_id)
+            except UnknownSession:
+                return None
+            await asyncio.to_thread(session.warm, digests)
+            blobs = list(session.history.raw_json)
+        if len(blobs) >= memory.LARGE_APPEND:
+            memory.release()  # loading it left free pages behind
+        return blobs
+
     async def knows(self, session_id: str) -> bool:
         """Whether the session is loaded or stored (without loading it)."""
         return session_id in self.registry.loaded_ids() or await self.store.exists(session_id)

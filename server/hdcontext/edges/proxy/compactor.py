@@ -24,8 +24,12 @@ valid (``core.validity``). The daemon gets the new entries as IContent, parsed o
 the entries the daemon returns for the first time are exported and encoded, and the request
 is the client's own bytes around the conversation written from kept pieces.
 
-A conversation the proxy has not seen (a new or resumed chat, a restarted proxy) is read whole
-and handed to the daemon in one ``history/sync`` of IContent entries, off the event loop.
+A conversation the proxy has not seen (a new or resumed chat) is read whole and handed to the
+daemon in one ``history/sync`` of IContent entries, off the event loop. A restart loses no
+memo of the last hour's conversations: the proxy keeps their last requests in its storage when
+it stops (``keep_for_restart``) and takes them in again at its next start, in the background,
+their sessions loaded and warmed (``resume``); a request that comes before its conversation is
+taken in waits for it, one that comes after is a turn.
 
 What the proxy holds is bounded: the memos of the conversations used last (``KEPT_MEMOS``,
 ``KEPT_MEMO_BYTES``), and the daemon keeps the proxy's sessions used last loaded
@@ -62,6 +66,7 @@ from ...core.validity import entry_turn, turn_calls, turn_problems
 from ..daemon import memory
 from ..daemon.conversation import Conversation as Resent
 from ..daemon.daemon import Daemon
+from ..storage.store import ResumeRow
 from .api import Api, Unsupported
 from .assembly import Pieces, assemble, encoded
 from .keepwarm import REFRESH_TEXT
@@ -93,6 +98,9 @@ PASS_BYTES = 256 * 1024
 taken in meanwhile: a smaller one is taken in and compacted within its request (tens of
 milliseconds), a larger one would hold its request up for seconds (a 3 MB one: counted,
 indexed and stored)."""
+RESUME_WITHIN_MS = 3600 * 1000
+"""The conversations whose last request was made this recently are kept across a restart (an
+hour: the longest a provider's prompt cache lasts; a restart is usually seconds)."""
 INLINE_BYTES = 256 * 1024
 """A request whose new part is smaller is read on the event loop (a thread's hand-off costs
 more than that); a larger one, or a conversation not seen before, on a worker thread."""
@@ -184,6 +192,11 @@ class Memo:
     no_long_mark: bool = False
     """Its bytes were looked through for a mark asking an hour (``marks.asks_long_in``) and
     held none: a request that shares its first bytes needs only the rest looked through."""
+    client: str = ""
+    """The client's name, as the session's is made of it (``client_name``)."""
+    at: int = 0
+    """When the request was made (ms; 0: it was not sent): the memos of the last hour are
+    kept across a restart (``Compactor.keep_for_restart``)."""
 
     @property
     def size(self) -> int:
@@ -391,6 +404,7 @@ def _finish(
         cut_entry=cut_entry,
         cut_calls=cut_calls,
         cut_mode=tuple(cut_mode),
+        client=client,
     )
 
     def resent() -> list[IContent]:
@@ -449,6 +463,9 @@ class Compactor:
         """Sessions whose agent asked its prompt cache an hour (the latest ones)."""
         self._sessions: OrderedDict[str, None] = OrderedDict()
         self._splicer = Splicer()
+        self._resuming: list[tuple[ResumeRow, asyncio.Future[None]]] = []
+        """The conversations of the last start's ``resume``, each done when taken in."""
+        self._resume_task: asyncio.Task[None] | None = None
 
     async def compact(
         self,
@@ -473,6 +490,8 @@ class Compactor:
         self, api: Api, raw: bytes, session: str | None, client: str, at: int | None
     ) -> Compacted:
         at = now_ms() if at is None else at
+        if self._resuming:
+            await self._resumed(raw)
         match = best_match(api, raw, reversed(self._memos.values()))
         glance: _Glance | None = None
         if match is None:
@@ -518,7 +537,10 @@ class Compactor:
         data = _body(api, raw, taken, built.messages, api.body_edits(taken.body, built.marked))
         built.pieces.size = len(data)
         no_long_mark = api.name == "anthropic" and not overrides
-        self._keep(session, replace(taken.memo, pieces=built.pieces, no_long_mark=no_long_mark))
+        self._keep(
+            session,
+            replace(taken.memo, pieces=built.pieces, no_long_mark=no_long_mark, at=at),
+        )
         if frozen:
             # A conversation taken in whole: what the daemon and the memo now hold of it
             # lives as long as the conversation; the collector need not walk it again.
@@ -629,32 +651,126 @@ class Compactor:
         messages it would send made ready for the next request."""
         try:
             taken = await asyncio.to_thread(_take_whole, api, raw, client, glance.body)
-            self._keep(session, taken.memo)
+            self._keep(session, replace(taken.memo, at=at))
             result = await self.daemon.sync_passed(self._params(session, taken), at)
             blobs = result.history.blobs
             built = await asyncio.to_thread(assemble, api, taken.body, blobs, (), taken.mode, None)
             current = self._memos.get(session)
             if not built.problems and current is not None and current.raw is raw:
                 built.pieces.size = sum(map(len, built.messages))
-                self._keep(session, _with_pieces(taken.memo, built.pieces))
+                self._keep(session, replace(taken.memo, pieces=built.pieces, at=at))
             gc.freeze()
             memory.release()  # reading it whole left free pages behind
         except Exception as exc:  # the request went as it came; the next one tries again
             log.warning("%s: taking in %s failed: %s", api.name, session, type(exc).__name__)
 
-    def _keep(self, session: str, memo: Memo) -> None:
+    # -- across a restart -------------------------------------------------------------------
+
+    async def keep_for_restart(self, now: int | None = None) -> int:
+        """Keep in the storage the last request of each conversation made in the last
+        ``RESUME_WITHIN_MS`` (``Store.keep_resume``), for the next start to take in
+        (``resume``); how many were kept. When the proxy stops, its requests done."""
+        now = now_ms() if now is None else now
+        rows = [
+            ResumeRow(session, memo.at, memo.api, memo.client, memo.raw)
+            for session, memo in reversed(self._memos.items())
+            if memo.at and now - memo.at <= RESUME_WITHIN_MS
+        ]
+        if not rows:
+            return 0
+        try:
+            return await self.daemon.store.keep_resume(rows)
+        except Exception as exc:  # the next start reads them whole, as before
+            log.warning("the last requests were not kept for restart: %s", type(exc).__name__)
+            return 0
+
+    def resume(self, apis: Mapping[str, Api], now: int | None = None) -> None:
+        """Take in, in the background, the conversations the last run kept
+        (``keep_for_restart``): each session loaded and warmed, its last request read as it
+        was then, so that the first request after the restart resumes from it like a turn.
+        A request that comes first waits for its conversation's (``_resumed``)."""
+        since = (now_ms() if now is None else now) - RESUME_WITHIN_MS
+        self._resume_task = asyncio.ensure_future(self._resume_all(apis, since))
+
+    async def _resume_all(self, apis: Mapping[str, Api], since: int) -> None:
+        try:
+            rows = await self.daemon.store.take_resume(since)
+        except Exception as exc:
+            log.warning("the last run's requests could not be read: %s", type(exc).__name__)
+            return
+        loop = asyncio.get_running_loop()
+        self._resuming = [(row, loop.create_future()) for row in rows[:KEPT_MEMOS]]
+        started, resumed = time.monotonic(), 0
+        for row, done in self._resuming:  # the most recent first
+            try:
+                api = apis.get(row.api)
+                if api is not None:
+                    resumed += await self._resume_one(api, row)
+            except Exception as exc:  # its next request is read whole, as before
+                log.warning("resuming %s failed: %s", row.session_id, type(exc).__name__)
+            finally:
+                done.set_result(None)
+        self._resuming = []
+        if resumed:
+            log.info(
+                "took in %d conversation(s) of the last run in %.1f s",
+                resumed,
+                time.monotonic() - started,
+            )
+
+    async def _resume_one(self, api: Api, row: ResumeRow) -> bool:
+        """Whether the conversation was taken in (not if deleted meanwhile, or if a request
+        of it came first)."""
+        taken = await asyncio.to_thread(_take_whole, api, row.body, row.client)
+        session = row.session_id
+        blobs = await self.daemon.warm(session, taken.memo.digests)
+        if blobs is None or session in self._memos:
+            return False
+        await self._hold(session, oldest=True)  # the rows come most recent first
+        overrides = self._lifetime(api, row.body, taken.body, session)
+        ttls = (ONE_HOUR,) if overrides.get("cache.ttl") == ONE_HOUR else ()
+        built = await asyncio.to_thread(
+            assemble, api, taken.body, blobs, (len(blobs) - 1,), taken.mode, None, ttls
+        )
+        if built.problems or session in self._memos:
+            return False
+        built.pieces.size = sum(map(len, built.messages))
+        no_long_mark = api.name == "anthropic" and not overrides
+        memo = replace(taken.memo, pieces=built.pieces, no_long_mark=no_long_mark, at=row.at)
+        self._keep(session, memo, oldest=True)
+        gc.freeze()
+        memory.release()
+        return True
+
+    async def _resumed(self, raw: bytes) -> None:
+        """Wait for the conversation being resumed that ``raw`` continues: the one whose
+        last request shares the most of its first bytes (two an agent began alike may both
+        be waited for: a system prompt and tools in common)."""
+        pending = [(row, done) for row, done in self._resuming if not done.done()]
+        if not pending:
+            return
+        shared = [common_prefix(raw, row.body) for row, _ in pending]
+        most = max(shared)
+        await asyncio.gather(
+            *(asyncio.shield(d) for (_, d), n in zip(pending, shared, strict=True) if n == most)
+        )
+
+    def _keep(self, session: str, memo: Memo, oldest: bool = False) -> None:
+        """Keep ``memo`` as the latest used (``oldest``: as the least recently used, for a
+        conversation of the last run, taken in after the more recent ones)."""
         self._memos[session] = memo
-        self._memos.move_to_end(session)
+        self._memos.move_to_end(session, last=not oldest)
         total = sum(m.size for m in self._memos.values())
         while len(self._memos) > 1 and (len(self._memos) > KEPT_MEMOS or total > KEPT_MEMO_BYTES):
             _, dropped = self._memos.popitem(last=False)
             total -= dropped.size
 
-    async def _hold(self, session: str) -> None:
-        """Mark ``session`` used; unload the proxy's least recently used sessions past
-        ``KEPT_SESSIONS`` (they stay in the daemon's storage)."""
+    async def _hold(self, session: str, oldest: bool = False) -> None:
+        """Mark ``session`` used (``oldest``: as the least recently used); unload the proxy's
+        least recently used sessions past ``KEPT_SESSIONS`` (they stay in the daemon's
+        storage)."""
         self._sessions[session] = None
-        self._sessions.move_to_end(session)
+        self._sessions.move_to_end(session, last=not oldest)
         while len(self._sessions) > KEPT_SESSIONS:
             idle, _ = self._sessions.popitem(last=False)
             if self.daemon.registry.lock(idle).locked():
@@ -711,6 +827,8 @@ class Compactor:
     async def close(self) -> None:
         """Finish taking in what is being taken in, and save what is not saved yet (the last
         calls' usage)."""
+        if self._resume_task is not None:
+            await self._resume_task
         for task in list(self._ingests.values()):
             await asyncio.shield(task)
         await self.saved()

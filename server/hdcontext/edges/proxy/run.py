@@ -137,6 +137,8 @@ class Proxy:
         bound = runner.addresses[0]
         self.host, self.port = host, int(bound[1])
         self.state.allowed = allowed_hosts(host, self.port)
+        # The conversations the last run served in its last hour are taken in meanwhile.
+        self.state.compactor.resume(self.state.apis)
         return self.port
 
     @property
@@ -150,6 +152,8 @@ class Proxy:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+            # Its requests done: what the next start needs to resume them as turns.
+            await self.state.compactor.keep_for_restart()
 
 
 def proxy_settings(cache_ttl: str = "auto", keep_warm: bool = False) -> IdeSettings:

@@ -151,6 +151,13 @@ CREATE TABLE IF NOT EXISTS calls (
     PRIMARY KEY (session_id, seq)
 );
 CREATE INDEX IF NOT EXISTS calls_at ON calls (at);
+CREATE TABLE IF NOT EXISTS resume (
+    session_id TEXT PRIMARY KEY,
+    at INTEGER NOT NULL,
+    api TEXT NOT NULL,
+    client TEXT NOT NULL,
+    body BLOB NOT NULL
+);
 """
 CALLS_TABLE = "calls"
 """One row per model call, refresh call and retrieve of a session (``core/calls.py``), for
@@ -161,6 +168,12 @@ edits), ``upstream`` what went to the model, both in the daemon's count of the m
 the provider billed, once the client reported it (``history/usage``; ``billed_write_1h`` only
 when the client knew the split). Added in schema 3 without a version change: a daemon that
 does not know the table leaves it alone, and a database it wrote simply has no rows there."""
+RESUME_TABLE = "resume"
+"""The proxy's last request of each conversation it served in the hour before it stopped
+(``Store.keep_resume``), read and deleted by its next start (``Store.take_resume``): so that
+the first request after a restart is read as a turn, not as a conversation never seen. A
+row goes with its session like every other (``SESSION_COLUMN``); the agent's key is never in
+it (keys travel in headers). Added in schema 3 without a version change, like ``calls``."""
 SESSION_COLUMN = "session_id"
 """A table with this column holds rows of a session: they are deleted with it."""
 
@@ -308,6 +321,18 @@ class Summary:
     entry_count: int
     total_tokens: int
     updated: int
+
+
+@dataclass(frozen=True)
+class ResumeRow:
+    """A conversation's last request through the proxy, kept across a restart."""
+
+    session_id: str
+    at: int
+    """When it was made (ms)."""
+    api: str
+    client: str
+    body: bytes
 
 
 @dataclass(frozen=True)
@@ -600,6 +625,44 @@ class Store:
         for sid in deleted if idle_before is not None else session_ids:
             await asyncio.to_thread(self.transcript_path(sid).unlink, True)
         return deleted
+
+    async def keep_resume(self, rows: Sequence[ResumeRow]) -> int:
+        """Keep the proxy's last requests for its next start (``RESUME_TABLE``), each only
+        if its session is stored (one deleted meanwhile, or by a retention of 0, is not kept
+        again); how many were kept."""
+
+        def run(db: sqlite3.Connection) -> int:
+            kept = 0
+            with _transaction(db):
+                for row in rows:
+                    kept += db.execute(
+                        f"INSERT OR REPLACE INTO {RESUME_TABLE} (session_id, at, api, client, "
+                        "body) SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM sessions "
+                        "WHERE id=?)",
+                        (row.session_id, row.at, row.api, row.client, row.body, row.session_id),
+                    ).rowcount
+            return kept
+
+        return await self._run(run)
+
+    async def take_resume(self, since: int) -> list[ResumeRow]:
+        """The requests ``keep_resume`` kept that were made at ``since`` (ms) or later, most
+        recent first; every row is deleted (each is read once, by the next start)."""
+
+        def run(db: sqlite3.Connection) -> list[ResumeRow]:
+            with _transaction(db):
+                found = db.execute(
+                    f"SELECT session_id, at, api, client, body FROM {RESUME_TABLE} "
+                    "WHERE at>=? ORDER BY at DESC, session_id",
+                    (since,),
+                ).fetchall()
+                db.execute(f"DELETE FROM {RESUME_TABLE}")
+            return [
+                ResumeRow(str(sid), int(at), str(api), str(client), bytes(body))
+                for sid, at, api, client, body in found
+            ]
+
+        return await self._run(run)
 
     async def idle(self, before: int) -> list[str]:
         """The sessions last changed before ``before`` (ms), least recently changed first."""
