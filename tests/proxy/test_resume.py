@@ -213,3 +213,50 @@ async def test_a_failed_resume_leaves_the_next_request_to_be_read_whole(
         finally:
             await _shut(running, runners)
     assert SYSTEM_MARK.encode() in sent
+
+
+async def test_a_request_waits_only_for_its_own_conversation_being_taken_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    running, runners = await start(tmp_path, _answer)
+    async with aiohttp.ClientSession() as client:
+        await _send(client, running, 6)
+        await _shut(running, runners)
+        release = asyncio.Event()
+        warm = running.daemon.__class__.warm
+
+        async def held(self: Any, *args: Any, **kwargs: Any) -> Any:
+            await release.wait()
+            return await warm(self, *args, **kwargs)
+
+        monkeypatch.setattr(running.daemon.__class__, "warm", held)
+        running, runners = await start(tmp_path, _answer)
+        try:
+            compactor = running.proxy.state.compactor
+            assert compactor._listed is not None
+            await compactor._listed.wait()
+            assert len(compactor._resuming) == 1  # being taken in, held
+            # Another conversation of the same agent (its prompt and tools): not held up.
+            other = json.loads(_body(1))
+            other["messages"][0]["content"] = "another task"
+            compacted = running.proxy.state.compacted
+
+            async def post_other() -> int:
+                async with client.post(
+                    running.url + "/v1/messages",
+                    data=json.dumps(other),
+                    headers=ANTHROPIC_HEADERS,
+                ) as response:
+                    return response.status
+
+            assert await asyncio.wait_for(post_other(), 5) == 200
+            assert running.proxy.state.compacted == compacted + 1  # carried, not timed out
+            # The conversation being taken in: its request waits for it.
+            own = asyncio.ensure_future(_send(client, running, 7))
+            await asyncio.sleep(0.3)
+            assert not own.done()
+            release.set()
+            await asyncio.wait_for(own, 10)
+        finally:
+            release.set()
+            await _shut(running, runners)

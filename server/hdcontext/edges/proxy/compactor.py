@@ -466,6 +466,8 @@ class Compactor:
         self._resuming: list[tuple[ResumeRow, asyncio.Future[None]]] = []
         """The conversations of the last start's ``resume``, each done when taken in."""
         self._resume_task: asyncio.Task[None] | None = None
+        self._listed: asyncio.Event | None = None
+        """Set once ``resume`` has read which conversations it takes in."""
 
     async def compact(
         self,
@@ -490,6 +492,8 @@ class Compactor:
         self, api: Api, raw: bytes, session: str | None, client: str, at: int | None
     ) -> Compacted:
         at = now_ms() if at is None else at
+        if self._listed is not None:
+            await self._listed.wait()
         if self._resuming:
             await self._resumed(raw)
         match = best_match(api, raw, reversed(self._memos.values()))
@@ -690,16 +694,18 @@ class Compactor:
         was then, so that the first request after the restart resumes from it like a turn.
         A request that comes first waits for its conversation's (``_resumed``)."""
         since = (now_ms() if now is None else now) - RESUME_WITHIN_MS
-        self._resume_task = asyncio.ensure_future(self._resume_all(apis, since))
+        listed = self._listed = asyncio.Event()
+        self._resume_task = asyncio.ensure_future(self._resume_all(apis, since, listed))
 
-    async def _resume_all(self, apis: Mapping[str, Api], since: int) -> None:
+    async def _resume_all(self, apis: Mapping[str, Api], since: int, listed: asyncio.Event) -> None:
         try:
             rows = await self.daemon.store.take_resume(since)
         except Exception as exc:
             log.warning("the last run's requests could not be read: %s", type(exc).__name__)
-            return
+            rows = []
         loop = asyncio.get_running_loop()
         self._resuming = [(row, loop.create_future()) for row in rows[:KEPT_MEMOS]]
+        listed.set()
         started, resumed = time.monotonic(), 0
         for row, done in self._resuming:  # the most recent first
             try:
@@ -744,16 +750,22 @@ class Compactor:
 
     async def _resumed(self, raw: bytes) -> None:
         """Wait for the conversation being resumed that ``raw`` continues: the one whose
-        last request shares the most of its first bytes (two an agent began alike may both
-        be waited for: a system prompt and tools in common)."""
+        last request shares the most of its first bytes, when that is at least half of it (a
+        conversation's next request holds the last one whole, up to its end; another
+        conversation of the same agent shares its prompt and tools at most). Waiting for the
+        wrong one only delays; not waiting for the right one reads the request whole."""
         pending = [(row, done) for row, done in self._resuming if not done.done()]
         if not pending:
             return
         shared = [common_prefix(raw, row.body) for row, _ in pending]
         most = max(shared)
-        await asyncio.gather(
-            *(asyncio.shield(d) for (_, d), n in zip(pending, shared, strict=True) if n == most)
-        )
+        waits = [
+            asyncio.shield(done)
+            for (row, done), n in zip(pending, shared, strict=True)
+            if n == most and 2 * n >= len(row.body)
+        ]
+        if waits:
+            await asyncio.gather(*waits)
 
     def _keep(self, session: str, memo: Memo, oldest: bool = False) -> None:
         """Keep ``memo`` as the latest used (``oldest``: as the least recently used, for a
