@@ -54,6 +54,36 @@ def _turn(k: int) -> list[dict[str, Any]]:
     ]
 
 
+def _openai_turn(k: int) -> list[dict[str, Any]]:
+    """``_turn``'s read or edit as OpenAI's chat completions carry it."""
+    (call, result) = _turn(k)
+    use = call["content"][1]
+    return [
+        {
+            "role": "assistant",
+            "content": call["content"][0]["text"],
+            "tool_calls": [
+                {
+                    "id": use["id"],
+                    "type": "function",
+                    "function": {"name": use["name"], "arguments": json.dumps(use["input"])},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": use["id"], "content": result["content"][0]["content"]},
+    ]
+
+
+def _openai_body(turns: int) -> bytes:
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM_MARK},
+        {"role": "user", "content": "fix the files"},
+    ]
+    for k in range(turns):
+        messages += _openai_turn(k)
+    return json.dumps({"model": "gpt-4.1", "messages": messages}).encode()
+
+
 def _body(turns: int) -> bytes:
     messages: list[dict[str, Any]] = [{"role": "user", "content": "fix the files"}]
     for k in range(turns):
@@ -68,12 +98,17 @@ def _body(turns: int) -> bytes:
     return json.dumps(body, separators=(",", ":")).encode()
 
 
-async def _send(client: aiohttp.ClientSession, running: Running, turns: int) -> bytes:
+async def _send(
+    client: aiohttp.ClientSession, running: Running, turns: int, api: str = "anthropic"
+) -> bytes:
     """One request of the conversation at ``turns``; the body that went upstream."""
     before = len(running.fake.api_requests)
-    async with client.post(
-        running.url + "/v1/messages", data=_body(turns), headers=ANTHROPIC_HEADERS
-    ) as response:
+    if api == "anthropic":
+        path, data, headers = "/v1/messages", _body(turns), ANTHROPIC_HEADERS
+    else:
+        path, data = "/v1/chat/completions", _openai_body(turns)
+        headers = {"Authorization": "Bearer sk-test", "Content-Type": "application/json"}
+    async with client.post(running.url + path, data=data, headers=headers) as response:
         assert response.status == 200
         await response.read()
     assert len(running.fake.api_requests) == before + 1
@@ -90,6 +125,7 @@ async def _upstream_bodies(
     turns: int,
     settle: bool,
     settings: dict[str, Any] | None = None,
+    api: str = "anthropic",
 ) -> tuple[list[bytes], list[int]]:
     """The bodies sent upstream for ``turns`` requests, the proxy restarted on its storage
     after request ``restart_after`` (``settle``: the next request waits until the restart's
@@ -107,7 +143,7 @@ async def _upstream_bodies(
     try:
         async with aiohttp.ClientSession() as client:
             for k in range(1, turns + 1):
-                sent.append(await _send(client, running, k))
+                sent.append(await _send(client, running, k, api))
                 if k == restart_after:
                     await _shut(running, runners)
                     running, runners = await start(tmp_path, _answer, settings=settings)
@@ -122,20 +158,22 @@ async def _upstream_bodies(
     return sent, counted
 
 
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
 @pytest.mark.parametrize("schedule", ["cache-aware", "every-turn"])
 @pytest.mark.parametrize("settle", [True, False], ids=["resumed", "at-once"])
 async def test_a_restarted_proxy_sends_what_one_that_never_stopped_sends(
-    tmp_path: Path, settle: bool, schedule: str
+    tmp_path: Path, settle: bool, schedule: str, api: str
 ) -> None:
     turns = 14
     settings = {"compression.density.schedule": schedule} if schedule == "every-turn" else None
-    never, _ = await _upstream_bodies(tmp_path / "never", None, turns, settle, settings)
+    never, _ = await _upstream_bodies(tmp_path / "never", None, turns, settle, settings, api)
     restarted, whole_reads = await _upstream_bodies(
-        tmp_path / "restarted", 8, turns, settle, settings
+        tmp_path / "restarted", 8, turns, settle, settings, api
     )
     assert restarted == never
     if schedule == "every-turn":  # edits made: the bodies say something of the decisions
-        assert len(never[-1]) < len(_body(turns)) - 2000
+        sent_whole = _body(turns) if api == "anthropic" else _openai_body(turns)
+        assert len(never[-1]) < len(sent_whole) - 2000
     if settle:  # the request after the restart resumed from the kept one: nothing read whole
         assert whole_reads == []
 
