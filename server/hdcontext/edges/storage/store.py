@@ -628,8 +628,8 @@ class Store:
 
     async def keep_resume(self, rows: Sequence[ResumeRow]) -> int:
         """Keep the proxy's last requests for its next start (``RESUME_TABLE``), each only
-        if its session is stored (one deleted meanwhile, or by a retention of 0, is not kept
-        again); how many were kept."""
+        if its session is stored (a row outlives no session: one deleted later, by hand or
+        by the retention, takes its row with it); how many were kept."""
 
         def run(db: sqlite3.Connection) -> int:
             kept = 0
