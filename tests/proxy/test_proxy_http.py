@@ -195,7 +195,21 @@ async def test_a_resent_conversation_is_one_session(running: Running) -> None:
                     messages=[
                         {
                             "role": "user",
-                            "content": [{"type": "text", "text": "a", "citations": []}],
+                            "content": [
+                                {
+                                    "type": "text",
+                                    "text": "a",
+                                    "citations": [
+                                        {
+                                            "type": "char_location",
+                                            "cited_text": "x",
+                                            "document_index": 0,
+                                            "start_char_index": 0,
+                                            "end_char_index": 1,
+                                        }
+                                    ],
+                                }
+                            ],
                         }
                     ]
                 )
@@ -230,6 +244,26 @@ async def test_what_hdcontext_cannot_carry_goes_as_it_came(
     assert status in (200, 400)
     assert any(why in r.getMessage() and "unchanged" in r.getMessage() for r in caplog.records)
     assert await running.statuses() == []
+
+
+async def test_an_empty_citations_list_is_carried(running: Running) -> None:
+    """Claude Code writes ``"citations": []`` on the text it makes up for an interrupted tool
+    use: it cites nothing, so the conversation is carried (the key left out) rather than every
+    later request of it going as it came."""
+    interrupted = {"type": "text", "text": "[Tool use interrupted]", "citations": []}
+    body = anthropic_body(
+        messages=[
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [interrupted]},
+            {"role": "user", "content": "go on"},
+        ]
+    )
+    status, _, _ = await post(running, "/v1/messages", body, ANTHROPIC_HEADERS)
+    assert status == 200
+    (seen,) = running.fake.api_requests
+    assert "citations" not in json.dumps(seen.body["messages"])
+    assert "[Tool use interrupted]" in json.dumps(seen.body["messages"][1])
+    assert running.proxy.state.compacted == 1 and running.proxy.state.unchanged == 0
 
 
 async def test_hdcontext_too_slow_sends_the_request_as_it_came(

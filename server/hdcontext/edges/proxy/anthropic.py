@@ -2,7 +2,8 @@
 
 A request's ``messages`` go through the project's importer; what the importer leaves out
 (citations, server tools' blocks, a document's title…) would change what the model reads, so a
-request that holds any of it is Unsupported and goes upstream as it came. ``cache_control`` on
+request that holds any of it is Unsupported and goes upstream as it came (an empty
+``citations`` list excepted: it says nothing). ``cache_control`` on
 messages is the one thing left out on purpose: the daemon places the message breakpoints.
 
 Rebuilt, the request is the client's body with only ``messages`` replaced: ``system``, ``tools``,
@@ -68,7 +69,7 @@ def _check_block(block: object, where: str) -> None:
     allowed = _BLOCK_KEYS.get(kind) if isinstance(kind, str) else None
     if allowed is None:
         raise Unsupported(f"{where} has block type {kind_name(kind)}")
-    if not allowed.issuperset(block):
+    if not allowed.issuperset(block) and not _no_citations(block, allowed):
         raise Unsupported(f"{where} ({kind}) has keys the conversion leaves out")
     if kind in ("image", "document"):
         source = block.get("source")
@@ -88,6 +89,18 @@ def _check_block(block: object, where: str) -> None:
             _check_block(part, f"{where}.content[{k}]")
             if part.get("type") not in _RESULT_PARTS:
                 raise Unsupported(f"{where}.content[{k}] is not text or an image")
+
+
+def _no_citations(block: Mapping[str, Any], allowed: frozenset[str]) -> bool:
+    """A text block whose only other key is an empty ``citations`` (Claude Code writes
+    ``"citations": []`` on the text it makes up for an interrupted tool use): the model reads
+    the same without it, so it is carried, the key left out. Citations that cite something
+    are not: the request goes as it came."""
+    return (
+        block.get("type") == "text"
+        and set(block) - allowed == {"citations"}
+        and (block["citations"] is None or block["citations"] == [])
+    )
 
 
 def check_messages(messages: Sequence[Any], start: int = 0, offset: int = 0) -> None:
