@@ -266,6 +266,39 @@ async def test_an_empty_citations_list_is_carried(running: Running) -> None:
     assert running.proxy.state.compacted == 1 and running.proxy.state.unchanged == 0
 
 
+async def test_a_conversation_that_cannot_be_carried_is_warned_of_once(
+    running: Running, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every request of a conversation hdcontext cannot carry goes as it came, for the same
+    reason each time: a warning the first time, a debug line for the same reason after, and a
+    warning again for another reason."""
+    caplog.set_level(logging.DEBUG, logger="hdcontext")
+    server = {"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [server]},
+        {"role": "user", "content": "more"},
+    ]
+    for turn in range(3):
+        grown = messages + [
+            m
+            for k in range(turn)
+            for m in (
+                {"role": "assistant", "content": f"answer {k}"},
+                {"role": "user", "content": f"again {k}"},
+            )
+        ]
+        status, _, _ = await post(
+            running, "/v1/messages", anthropic_body(messages=grown), ANTHROPIC_HEADERS
+        )
+        assert status == 200
+    await post(running, "/v1/messages", b"{not json", ANTHROPIC_HEADERS)
+    said = [r for r in caplog.records if "forwarded unchanged" in r.getMessage()]
+    assert [r.levelname for r in said] == ["WARNING", "DEBUG", "DEBUG", "WARNING"]
+    assert "server_tool_use" in said[1].getMessage() and "again" in said[1].getMessage()
+    assert running.proxy.state.unchanged == 4
+
+
 async def test_hdcontext_too_slow_sends_the_request_as_it_came(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -44,6 +44,11 @@ MAX_BODY = 512 * 1024 * 1024
 """The largest request body read (aiohttp's default, 1 MiB, is far below an agent's)."""
 CONNECT_TIMEOUT_S = 30.0
 READ_TIMEOUT_S = 900.0
+SAID_AGAIN_AFTER_S = 3600.0
+"""Why a request went as it came is a warning once an hour per reason; the same reason again
+(every later request of a conversation hdcontext cannot carry: the reason names its first
+block that cannot be carried, so it stays the same) is a debug line meanwhile."""
+SAID_KEPT = 256
 """Between two chunks of an answer: a model thinking for long before it streams."""
 
 
@@ -64,6 +69,8 @@ class ProxyState:
     """The savings page (``GET /``) of the sessions this proxy keeps."""
     keep_warm: KeepWarm | None = None
     """The refresh calls' timers (``--keep-warm``; None: off)."""
+    said: dict[str, float] = field(default_factory=dict)
+    """The reasons warned of lately (``_unchanged``), with when."""
 
 
 STATE = web.AppKey("hdcontext_proxy", ProxyState)
@@ -321,7 +328,17 @@ async def _compacted(
 
 
 def _unchanged(state: ProxyState, api: Api, why: str) -> Compacted | None:
-    """``None``, after saying in the log why the request goes as it came."""
+    """``None``, after saying in the log why the request goes as it came: a warning the
+    first time in an hour that this reason comes, a debug line for it again meanwhile."""
     state.unchanged += 1
+    now, key = time.monotonic(), f"{api.name} {why}"
+    last = state.said.get(key)
+    if last is not None and now - last < SAID_AGAIN_AFTER_S:
+        log.debug("%s request forwarded unchanged again: %s", api.name, why)
+        return None
+    state.said.pop(key, None)
+    state.said[key] = now
+    while len(state.said) > SAID_KEPT:
+        del state.said[next(iter(state.said))]
     log.warning("%s request forwarded unchanged: %s", api.name, why)
     return None
