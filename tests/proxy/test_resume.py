@@ -13,7 +13,6 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import web
 
 from hdcontext.edges.proxy import compactor as compactor_module
 from hdcontext.edges.proxy.compactor import RESUME_WITHIN_MS, now_ms
@@ -115,10 +114,6 @@ async def _send(
     return running.fake.api_requests[-1].raw
 
 
-async def _shut(running: Running, runners: list[web.AppRunner]) -> None:
-    await stop(running, runners)
-
-
 async def _upstream_bodies(
     tmp_path: Path,
     restart_after: int | None,
@@ -145,7 +140,7 @@ async def _upstream_bodies(
             for k in range(1, turns + 1):
                 sent.append(await _send(client, running, k, api))
                 if k == restart_after:
-                    await _shut(running, runners)
+                    await stop(running, runners)
                     running, runners = await start(tmp_path, _answer, settings=settings)
                     if settle:
                         task = running.proxy.state.compactor._resume_task
@@ -154,7 +149,7 @@ async def _upstream_bodies(
                         compactor_module._take_whole = counting  # type: ignore[assignment]
     finally:
         compactor_module._take_whole = whole  # type: ignore[assignment]
-        await _shut(running, runners)
+        await stop(running, runners)
     return sent, counted
 
 
@@ -206,7 +201,7 @@ async def test_kept_requests_are_read_once_only_of_the_last_hour_and_only_of_sto
         (kept,) = await store.take_resume(0)
         assert kept.session_id == session and SYSTEM_MARK.encode() in kept.body
     finally:
-        await _shut(running, runners)
+        await stop(running, runners)
 
 
 def _on_disk(storage: Path) -> bytes:
@@ -218,7 +213,7 @@ async def test_a_kept_request_goes_with_its_session(tmp_path: Path) -> None:
     async with aiohttp.ClientSession() as client:
         await _send(client, running, 2)
     (session,) = [s["sessionId"] for s in await running.statuses()]
-    await _shut(running, runners)  # keeps the request, its system prompt with it
+    await stop(running, runners)  # keeps the request, its system prompt with it
     assert SYSTEM_MARK.encode() in _on_disk(running.storage)
     store = Store(running.storage)
     await store.open()
@@ -236,7 +231,7 @@ async def test_a_failed_resume_leaves_the_next_request_to_be_read_whole(
     running, runners = await start(tmp_path, _answer)
     async with aiohttp.ClientSession() as client:
         await _send(client, running, 3)
-        await _shut(running, runners)
+        await stop(running, runners)
 
         async def broken(*args: Any, **kwargs: Any) -> None:
             raise RuntimeError("no")
@@ -249,7 +244,7 @@ async def test_a_failed_resume_leaves_the_next_request_to_be_read_whole(
             await asyncio.wait_for(task, 10)
             sent = await _send(client, running, 4)
         finally:
-            await _shut(running, runners)
+            await stop(running, runners)
     assert SYSTEM_MARK.encode() in sent
 
 
@@ -259,7 +254,7 @@ async def test_a_request_waits_only_for_its_own_conversation_being_taken_in(
     running, runners = await start(tmp_path, _answer)
     async with aiohttp.ClientSession() as client:
         await _send(client, running, 6)
-        await _shut(running, runners)
+        await stop(running, runners)
         release = asyncio.Event()
         warm = running.daemon.__class__.warm
 
@@ -297,4 +292,4 @@ async def test_a_request_waits_only_for_its_own_conversation_being_taken_in(
             await asyncio.wait_for(own, 10)
         finally:
             release.set()
-            await _shut(running, runners)
+            await stop(running, runners)
