@@ -44,12 +44,13 @@ MAX_BODY = 512 * 1024 * 1024
 """The largest request body read (aiohttp's default, 1 MiB, is far below an agent's)."""
 CONNECT_TIMEOUT_S = 30.0
 READ_TIMEOUT_S = 900.0
+"""Between two chunks of an answer: a model thinking for long before it streams."""
 SAID_AGAIN_AFTER_S = 3600.0
 """Why a request went as it came is a warning once an hour per reason; the same reason again
 (every later request of a conversation hdcontext cannot carry: the reason names its first
 block that cannot be carried, so it stays the same) is a debug line meanwhile."""
 SAID_KEPT = 256
-"""Between two chunks of an answer: a model thinking for long before it streams."""
+"""Reasons remembered for that (the oldest forgotten first)."""
 
 
 @dataclass
