@@ -293,3 +293,28 @@ async def test_a_request_waits_only_for_its_own_conversation_being_taken_in(
         finally:
             release.set()
             await stop(running, runners)
+
+
+async def test_a_resume_given_up_leaves_no_request_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    running, runners = await start(tmp_path, _answer)
+    async with aiohttp.ClientSession() as client:
+        await _send(client, running, 3)
+        await stop(running, runners)
+        never = asyncio.Event()
+
+        async def stuck(*args: Any, **kwargs: Any) -> Any:
+            await never.wait()
+
+        monkeypatch.setattr(Store, "take_resume", stuck)
+        running, runners = await start(tmp_path, _answer)
+        try:
+            task = running.proxy.state.compactor._resume_task
+            assert task is not None
+            await asyncio.sleep(0.05)
+            task.cancel()  # given up while it reads what to take in
+            await asyncio.wait_for(_send(client, running, 4), 5)
+            assert running.proxy.state.compacted == 1  # carried, read whole
+        finally:
+            await stop(running, runners)

@@ -698,25 +698,34 @@ class Compactor:
         self._resume_task = asyncio.ensure_future(self._resume_all(apis, since, listed))
 
     async def _resume_all(self, apis: Mapping[str, Api], since: int, listed: asyncio.Event) -> None:
+        """``resume``'s work. Whatever becomes of it (a failure, the proxy stopping), no
+        request is left waiting: the list is said read, and each conversation done."""
         try:
-            rows = await self.daemon.store.take_resume(since)
-        except Exception as exc:
-            log.warning("the last run's requests could not be read: %s", type(exc).__name__)
-            rows = []
-        loop = asyncio.get_running_loop()
-        self._resuming = [(row, loop.create_future()) for row in rows[:KEPT_MEMOS]]
-        listed.set()
-        started, resumed = time.monotonic(), 0
-        for row, done in self._resuming:  # the most recent first
             try:
-                api = apis.get(row.api)
-                if api is not None:
-                    resumed += await self._resume_one(api, row)
-            except Exception as exc:  # its next request is read whole, as before
-                log.warning("resuming %s failed: %s", row.session_id, type(exc).__name__)
-            finally:
-                done.set_result(None)
-        self._resuming = []
+                rows = await self.daemon.store.take_resume(since)
+            except Exception as exc:
+                log.warning("the last run's requests could not be read: %s", type(exc).__name__)
+                rows = []
+            loop = asyncio.get_running_loop()
+            self._resuming = [(row, loop.create_future()) for row in rows[:KEPT_MEMOS]]
+        finally:
+            listed.set()
+        started, resumed = time.monotonic(), 0
+        try:
+            for row, done in self._resuming:  # the most recent first
+                try:
+                    api = apis.get(row.api)
+                    if api is not None:
+                        resumed += await self._resume_one(api, row)
+                except Exception as exc:  # its next request is read whole, as before
+                    log.warning("resuming %s failed: %s", row.session_id, type(exc).__name__)
+                finally:
+                    done.set_result(None)
+        finally:
+            for _, done in self._resuming:
+                if not done.done():
+                    done.set_result(None)
+            self._resuming = []
         if resumed:
             log.info(
                 "took in %d conversation(s) of the last run in %.1f s",
@@ -839,8 +848,8 @@ class Compactor:
     async def close(self) -> None:
         """Finish taking in what is being taken in, and save what is not saved yet (the last
         calls' usage)."""
-        if self._resume_task is not None:
-            await self._resume_task
+        if self._resume_task is not None:  # done, or given up: nothing of it to raise
+            await asyncio.wait({self._resume_task})
         for task in list(self._ingests.values()):
             await asyncio.shield(task)
         await self.saved()
