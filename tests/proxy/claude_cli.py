@@ -11,6 +11,7 @@ not installed (npm missing, the registry unreachable, or pytest run without ``ma
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -59,6 +60,33 @@ def quiet_env(extra: dict[str, str]) -> dict[str, str]:
     }
     env.update(extra)
     return env
+
+
+async def run(
+    cli: Path, workspace: Path, home: Path, base_url: str, *args: str, timeout_s: float = 240
+) -> tuple[int, bytes, bytes]:
+    """Claude Code in ``workspace`` with ``args`` (a prompt in print mode, say), JSON output,
+    the read, edit and shell tools allowed, pointed at ``base_url`` with a fake key: its exit
+    code, standard output and standard error."""
+    env = quiet_env(
+        {"HOME": str(home), "ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": "sk-ant-fake"}
+    )
+    process = await asyncio.create_subprocess_exec(
+        str(cli),
+        *args,
+        "--allowedTools",
+        "Read,Edit,Bash",
+        "--output-format",
+        "json",
+        cwd=workspace,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout_s)
+    assert process.returncode is not None
+    return process.returncode, out, err
 
 
 def find() -> tuple[Path | None, str]:

@@ -13,7 +13,6 @@ from the last request.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -74,30 +73,21 @@ async def test_claude_code_through_the_proxy(cli: Path, tmp_path: Path) -> None:
     tap, tap_runner, tap_url = await start_tap(running.url)
     runners.append(tap_runner)
     try:
-        env = claude_cli.quiet_env(
-            {"HOME": str(home), "ANTHROPIC_BASE_URL": tap_url, "ANTHROPIC_API_KEY": "sk-ant-fake"}
-        )
-        process = await asyncio.create_subprocess_exec(
-            str(cli),
+        code, out, err = await claude_cli.run(
+            cli,
+            workspace,
+            home,
+            tap_url,
             "-p",
             "Change alpha to beta in notes.txt, check the line count, and show me the file.",
-            "--allowedTools",
-            "Read,Edit,Bash",
-            "--output-format",
-            "json",
-            cwd=workspace,
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+            timeout_s=RUN_TIMEOUT_S,
         )
-        out, err = await asyncio.wait_for(process.communicate(), RUN_TIMEOUT_S)
         statuses = await running.statuses()
     finally:
         await stop(running, runners)
 
     # Claude Code finished, and did the work.
-    assert process.returncode == 0, err.decode(errors="replace")[-2000:]
+    assert code == 0, err.decode(errors="replace")[-2000:]
     result = json.loads(out)
     assert result["is_error"] is False
     assert result["result"] == DONE_TEXT

@@ -6,7 +6,6 @@ read whole, the same session goes on, and what goes upstream stays provider-vali
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -34,24 +33,10 @@ def cli() -> Path:
 
 
 async def _claude(cli: Path, running: Running, workspace: Path, home: Path, *args: str) -> Any:
-    env = claude_cli.quiet_env(
-        {"HOME": str(home), "ANTHROPIC_BASE_URL": running.url, "ANTHROPIC_API_KEY": "sk-ant-fake"}
+    code, out, err = await claude_cli.run(
+        cli, workspace, home, running.url, *args, timeout_s=RUN_TIMEOUT_S
     )
-    process = await asyncio.create_subprocess_exec(
-        str(cli),
-        *args,
-        "--allowedTools",
-        "Read,Edit,Bash",
-        "--output-format",
-        "json",
-        cwd=workspace,
-        env=env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), RUN_TIMEOUT_S)
-    assert process.returncode == 0, err.decode(errors="replace")[-2000:]
+    assert code == 0, err.decode(errors="replace")[-2000:]
     return json.loads(out)
 
 
