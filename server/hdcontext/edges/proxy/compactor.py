@@ -53,7 +53,7 @@ import time
 from array import array
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -657,12 +657,10 @@ class Compactor:
             taken = await asyncio.to_thread(_take_whole, api, raw, client, glance.body)
             self._keep(session, replace(taken.memo, at=at))
             result = await self.daemon.sync_passed(self._params(session, taken), at)
-            blobs = result.history.blobs
-            built = await asyncio.to_thread(assemble, api, taken.body, blobs, (), taken.mode, None)
+            pieces = await _pieces(api, taken, result.history.blobs)
             current = self._memos.get(session)
-            if not built.problems and current is not None and current.raw is raw:
-                built.pieces.size = sum(map(len, built.messages))
-                self._keep(session, replace(taken.memo, pieces=built.pieces, at=at))
+            if pieces is not None and current is not None and current.raw is raw:
+                self._keep(session, replace(taken.memo, pieces=pieces, at=at))
             gc.freeze()
             memory.release()  # reading it whole left free pages behind
         except Exception as exc:  # the request went as it came; the next one tries again
@@ -742,16 +740,13 @@ class Compactor:
         if blobs is None or session in self._memos:
             return False
         await self._hold(session, oldest=True)  # the rows come most recent first
-        overrides = self._lifetime(api, row.body, taken.body, session)
-        ttls = (ONE_HOUR,) if overrides.get("cache.ttl") == ONE_HOUR else ()
-        built = await asyncio.to_thread(
-            assemble, api, taken.body, blobs, (len(blobs) - 1,), taken.mode, None, ttls
-        )
-        if built.problems or session in self._memos:
+        pieces = await _pieces(api, taken, blobs)
+        if pieces is None or session in self._memos:
             return False
-        built.pieces.size = sum(map(len, built.messages))
-        no_long_mark = api.name == "anthropic" and not overrides
-        memo = replace(taken.memo, pieces=built.pieces, no_long_mark=no_long_mark, at=row.at)
+        no_long_mark = api.name == "anthropic" and not self._lifetime(
+            api, row.body, taken.body, session
+        )
+        memo = replace(taken.memo, pieces=pieces, no_long_mark=no_long_mark, at=row.at)
         self._keep(session, memo, oldest=True)
         gc.freeze()
         memory.release()
@@ -864,6 +859,17 @@ def _unread(raw: bytes, match: _Match | None) -> bytes:
     if match is None or not match.memo.no_long_mark:
         return raw
     return raw[match.stop :]
+
+
+async def _pieces(api: Api, taken: _Taken, blobs: Sequence[bytes]) -> Pieces | None:
+    """What the next request of ``taken``'s conversation starts from when the daemon's
+    entries are ``blobs`` (a memo's ``pieces``), made off the event loop; None when they would
+    break the provider's rules. Pieces keep no breakpoints, so none are asked for."""
+    built = await asyncio.to_thread(assemble, api, taken.body, blobs, (), taken.mode, None)
+    if built.problems:
+        return None
+    built.pieces.size = sum(map(len, built.messages))
+    return built.pieces
 
 
 def _with_pieces(memo: Memo, pieces: Pieces | None) -> Memo:
