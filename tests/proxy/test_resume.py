@@ -114,6 +114,14 @@ async def _send(
     return running.fake.api_requests[-1].raw
 
 
+async def _served_and_stopped(tmp_path: Path, client: aiohttp.ClientSession, turns: int) -> Running:
+    """A proxy that carried the conversation at ``turns`` once, then stopped (keeping it)."""
+    running, runners = await start(tmp_path, _answer)
+    await _send(client, running, turns)
+    await stop(running, runners)
+    return running
+
+
 async def _upstream_bodies(
     tmp_path: Path,
     restart_after: int | None,
@@ -228,10 +236,8 @@ async def test_a_kept_request_goes_with_its_session(tmp_path: Path) -> None:
 async def test_a_failed_resume_leaves_the_next_request_to_be_read_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    running, runners = await start(tmp_path, _answer)
     async with aiohttp.ClientSession() as client:
-        await _send(client, running, 3)
-        await stop(running, runners)
+        running = await _served_and_stopped(tmp_path, client, 3)
 
         async def broken(*args: Any, **kwargs: Any) -> None:
             raise RuntimeError("no")
@@ -251,10 +257,8 @@ async def test_a_failed_resume_leaves_the_next_request_to_be_read_whole(
 async def test_a_request_waits_only_for_its_own_conversation_being_taken_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    running, runners = await start(tmp_path, _answer)
     async with aiohttp.ClientSession() as client:
-        await _send(client, running, 6)
-        await stop(running, runners)
+        running = await _served_and_stopped(tmp_path, client, 6)
         release = asyncio.Event()
         warm = running.daemon.__class__.warm
 
@@ -298,10 +302,8 @@ async def test_a_request_waits_only_for_its_own_conversation_being_taken_in(
 async def test_a_resume_given_up_leaves_no_request_waiting(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    running, runners = await start(tmp_path, _answer)
     async with aiohttp.ClientSession() as client:
-        await _send(client, running, 3)
-        await stop(running, runners)
+        running = await _served_and_stopped(tmp_path, client, 3)
         never = asyncio.Event()
 
         async def stuck(*args: Any, **kwargs: Any) -> Any:
