@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from hdcontext.edges.proxy import upstream
 from hdcontext.edges.proxy.upstream import SESSION_HEADER
 
 from .conftest import Running, start, stop
@@ -104,6 +105,21 @@ async def test_a_request_goes_through_hdcontext_with_the_rest_as_sent(running: R
     (session,) = await running.statuses()
     assert session["entryCount"] == 4
     assert session["usage"]["calls"] == 1
+
+
+async def test_a_body_of_megabytes_reaches_the_upstream_whole(running: Running) -> None:
+    """A large body is written apart from its headers (``upstream._Body``): it still goes
+    as one request of the length it says, not chunked, every byte of it there."""
+    body = anthropic_body()
+    output = "".join(f"line {n}: {'x' * 60}\n" for n in range(40_000))  # 2.7 MB
+    body["messages"][2]["content"][0]["content"] = output
+    status, _, _ = await post(running, "/v1/messages", body, ANTHROPIC_HEADERS)
+    assert status == 200
+    (seen,) = running.fake.api_requests
+    assert len(seen.raw) > upstream.SEPARATE_HEADERS_BYTES
+    assert int(seen.headers["Content-Length"]) == len(seen.raw)
+    assert "Transfer-Encoding" not in seen.headers
+    assert seen.body["messages"][2]["content"][0]["content"] == output
 
 
 async def test_the_answer_streams_back_unchanged_and_its_usage_is_recorded(

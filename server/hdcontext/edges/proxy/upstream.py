@@ -26,7 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import aiohttp
+import aiohttp.payload
 from aiohttp import web
+from aiohttp.abc import AbstractStreamWriter
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
@@ -107,6 +109,26 @@ def bad_gateway(upstream: Upstream, what: str) -> web.Response:
     return web.json_response(body, status=502)
 
 
+class _Body(aiohttp.payload.BytesPayload):
+    """A request body sent after its headers, not joined to them. aiohttp writes a body's
+    headers and its bytes in one piece, copied together on Pythons before 3.12.9: a copy of
+    the whole conversation (a millisecond at 3 MB) on every request's way upstream."""
+
+    async def write_with_length(
+        self, writer: AbstractStreamWriter, content_length: int | None
+    ) -> None:
+        value: bytes = self._value
+        if content_length is not None and content_length < len(value):
+            value = value[:content_length]
+        if len(value) >= SEPARATE_HEADERS_BYTES:
+            writer.send_headers()
+        await writer.write(value)
+
+
+SEPARATE_HEADERS_BYTES = 64 * 1024
+"""From this size on, a body is written apart from its headers (a write more, a copy less)."""
+
+
 @dataclass
 class Forwarded:
     response: web.StreamResponse
@@ -131,7 +153,7 @@ async def forward(
         answer = await client.request(
             request.method,
             url,
-            data=body,
+            data=_Body(body),
             headers=request_headers(request.headers),
             allow_redirects=False,
         )
