@@ -163,3 +163,17 @@ def test_an_entry_orjson_cannot_read_back_is_compared_the_slow_way() -> None:
     _sync(session, conversation)
     restarted = _restarted(session)
     assert _sync(restarted, [*conversation, _entry("and one more", "ai")]) == (1, None)
+
+
+def test_after_a_restart_entries_sent_with_a_null_metadata_are_still_held() -> None:
+    """A client may write ``"metadata": null`` (no metadata). The daemon stamps such an entry
+    with a timestamp; read back after a restart, it must still match what the client sends
+    again, or the whole conversation would fork at its first entry."""
+    session = Session("s", settings=lambda: OFF, clock=lambda: 1)
+    conversation = [
+        {**_entry(f"message {n}", "human" if n % 2 else "ai"), "metadata": None} for n in range(6)
+    ]
+    assert _sync(session, conversation) == (6, None)
+    restarted = _restarted(session)
+    assert restarted.sync_point([entry_digest(e) for e in conversation]) == 6
+    assert _sync(restarted, [*conversation, _entry("and one more")]) == (1, None)

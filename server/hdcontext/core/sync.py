@@ -166,7 +166,19 @@ def _read_back(blob: bytes) -> Any:
 
 
 def _digested(digest: bytes, wire: Any) -> bool:
-    """Whether ``digest`` is the entry's, with or without the timestamp the daemon gave it."""
+    """Whether ``digest`` is the entry's, with or without the timestamp the daemon gave it.
+    Without it, an entry whose metadata was only that timestamp may have come with no
+    ``metadata`` or with ``"metadata": null`` (the daemon stores both alike): either is the
+    client's."""
     if not isinstance(wire, dict):
         return False
-    return digest in {entry_digest(wire), entry_digest(without_timestamp(wire))}
+    if digest == entry_digest(wire):
+        return True
+    bare = without_timestamp(wire)
+    if digest == entry_digest(bare):
+        return True
+    return (
+        bare is not wire
+        and "metadata" not in bare
+        and digest == entry_digest({**bare, "metadata": None})
+    )
