@@ -46,7 +46,10 @@ async def start(
     openai_base: str = "/v1",
     settings: dict[str, Any] | None = None,
     proxy_options: dict[str, Any] | None = None,
+    upstream_host: str = "127.0.0.1",
 ) -> tuple[Running, list[web.AppRunner]]:
+    """``upstream_host``: the name the proxy is given for the fake upstream (which listens on
+    127.0.0.1 whatever it is called: a name only a test's HTTP proxy knows, say)."""
     fake = FakeUpstream(script)
     runner = web.AppRunner(fake.app(), access_log=None)
     await runner.setup()
@@ -60,10 +63,11 @@ async def start(
         ide.set_initial(settings)
     daemon = Daemon(_NoEditor(), storage, ide)
     await daemon.start()
+    named = fake_url.replace("127.0.0.1", upstream_host)
     proxy = Proxy(
         daemon,
-        anthropic=fake_url,
-        openai=fake_url + openai_base,
+        anthropic=named,
+        openai=named + openai_base,
         bound_s=bound_s,
         **(proxy_options or {}),
     )

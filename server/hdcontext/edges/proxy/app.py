@@ -105,7 +105,8 @@ async def _client(app: web.Application) -> Any:
     timeout = aiohttp.ClientTimeout(
         total=None, sock_connect=CONNECT_TIMEOUT_S, sock_read=READ_TIMEOUT_S
     )
-    # No cookies kept between clients, no proxy from the environment's variables.
+    # No cookies kept between clients; each upstream's proxy, if any, is its route's
+    # (egress.py), read once at start, not the environment's at every request.
     state.client = aiohttp.ClientSession(
         timeout=timeout, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False
     )
@@ -232,10 +233,16 @@ def refresher(state: ProxyState) -> Send:
         api = state.apis[caller.api]
         upstream = state.upstreams[caller.api]
         data = state.compactor.refresh_body(api, caller.params, result)
+        url = upstream.url(caller.path)
         headers = CIMultiDict(caller.headers)
         headers["Content-Type"] = "application/json"
+        headers.update(upstream.route.request_headers(url))
         async with _session(state).post(
-            upstream.url(caller.path), data=data, headers=headers
+            url,
+            data=data,
+            headers=headers,
+            proxy=upstream.route.via,
+            proxy_headers=upstream.route.connect_headers(url),
         ) as response:
             answer = await response.read()
             status = response.status

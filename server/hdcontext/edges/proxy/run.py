@@ -44,6 +44,7 @@ from ..storage.store import (
 from .app import ProxyState, build_app, refresher
 from .compactor import DEFAULT_BOUND_S, Compactor, now_ms
 from .dashboard import Dashboard
+from .egress import route
 from .guard import allowed_hosts, is_loopback
 from .interrupt import until_interrupted
 from .keepwarm import KeepWarm
@@ -104,8 +105,8 @@ class Proxy:
         self.state = ProxyState(
             compactor=compactor,
             upstreams={
-                "anthropic": Upstream("anthropic", URL(anthropic)),
-                "openai": Upstream("openai", URL(openai)),
+                "anthropic": _upstream("anthropic", URL(anthropic)),
+                "openai": _upstream("openai", URL(openai)),
             },
             dashboard=Dashboard(
                 daemon.storage_dir,
@@ -154,6 +155,22 @@ class Proxy:
             self._runner = None
             # Its requests done: what the next start needs to resume them as turns.
             await self.state.compactor.keep_for_restart()
+
+
+def _upstream(name: str, base: URL) -> Upstream:
+    """The upstream at ``base``, reached as the environment says (``egress.py``); said in the
+    log when through a proxy (the proxy without its credentials)."""
+    upstream = Upstream(name, base, route(base))
+    via = upstream.route.via
+    if via is not None:
+        log.info(
+            "the %s upstream %s is reached through the proxy %s (%s)",
+            name,
+            upstream.shown(),
+            via,
+            upstream.route.variable,
+        )
+    return upstream
 
 
 def proxy_settings(cache_ttl: str = "auto", keep_warm: bool = False) -> IdeSettings:

@@ -32,6 +32,7 @@ from aiohttp.abc import AbstractStreamWriter
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
+from .egress import DIRECT, Route
 from .usage import Billed, StreamUsage, from_json
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,8 @@ class Upstream:
     name: str
     """``anthropic`` or ``openai``."""
     base: URL
+    route: Route = DIRECT
+    """Directly, or through the proxy the environment names (``egress.py``)."""
 
     def url(self, path_qs: str) -> URL:
         """The upstream URL for a request path: the base's path, then the request's, without
@@ -149,13 +152,17 @@ async def forward(
     ``saving``: the session's commit being written; a streamed answer ends only after it (an
     answer in one body goes out after ``forward`` returns: its caller waits for it)."""
     url = upstream.url(request.path_qs)
+    headers = request_headers(request.headers)
+    headers.update(upstream.route.request_headers(url))
     try:
         answer = await client.request(
             request.method,
             url,
             data=_Body(body),
-            headers=request_headers(request.headers),
+            headers=headers,
             allow_redirects=False,
+            proxy=upstream.route.via,
+            proxy_headers=upstream.route.connect_headers(url),
         )
     except (TimeoutError, aiohttp.ClientError, OSError) as exc:
         log.warning(
