@@ -222,7 +222,9 @@ def _parser() -> argparse.ArgumentParser:
     proxy.add_argument(
         "--anthropic-upstream",
         default="https://api.anthropic.com",
-        help="where Anthropic requests go (default: https://api.anthropic.com)",
+        help="where Anthropic requests go (default: https://api.anthropic.com). Both upstreams "
+        "are reached through the HTTP proxy HTTPS_PROXY (HTTP_PROXY for http://, ALL_PROXY) "
+        "names, unless NO_PROXY names the host or it is on loopback, as the agent's SDK would",
     )
     proxy.add_argument(
         "--openai-upstream",
