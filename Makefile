@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 
 # The test tools on top: pytest and its plugins, hypothesis, mypy, ruff, the openai client.
 $(DEV): $(STAMP)
-	@echo "setup: the test tools into $(VENV)/ (pytest, pytest-xdist, hypothesis, mypy, ruff, the openai and anthropic clients, playwright…; about 280 MB more, playwright 170 of them), from PyPI"
+	@echo "setup: the test tools into $(VENV)/ (pytest, pytest-xdist, hypothesis, mypy, ruff, the openai and anthropic clients, trustme, playwright…; about 280 MB more, playwright 170 of them), from PyPI"
 	$(BIN)/python -m pip install --disable-pip-version-check -e '.[dev]'
 	touch $(DEV)
 

@@ -5,6 +5,7 @@ over real HTTP."""
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,15 +48,17 @@ async def start(
     settings: dict[str, Any] | None = None,
     proxy_options: dict[str, Any] | None = None,
     upstream_host: str = "127.0.0.1",
+    tls: ssl.SSLContext | None = None,
 ) -> tuple[Running, list[web.AppRunner]]:
     """``upstream_host``: the name the proxy is given for the fake upstream (which listens on
-    127.0.0.1 whatever it is called: a name only a test's HTTP proxy knows, say)."""
+    127.0.0.1 whatever it is called: a name only a test's HTTP proxy knows, say); ``tls``:
+    the fake upstream's server context, for an https upstream."""
     fake = FakeUpstream(script)
     runner = web.AppRunner(fake.app(), access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls)
     await site.start()
-    fake_url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    fake_url = f"{'https' if tls else 'http'}://127.0.0.1:{runner.addresses[0][1]}"
     storage = tmp_path / "storage"
     prepare_folder(storage)
     ide = IdeSettings()

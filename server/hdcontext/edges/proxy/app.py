@@ -32,6 +32,7 @@ from .anthropic import AnthropicApi
 from .api import Api, Unsupported
 from .compactor import Compacted, Compactor, NotJson, TooSlow, client_name
 from .dashboard import Dashboard, add_routes
+from .egress import tls_context
 from .guard import refusal
 from .keepwarm import Caller, KeepWarm, Send
 from .openai import OpenAiApi
@@ -108,7 +109,10 @@ async def _client(app: web.Application) -> Any:
     # No cookies kept between clients; each upstream's proxy, if any, is its route's
     # (egress.py), read once at start, not the environment's at every request.
     state.client = aiohttp.ClientSession(
-        timeout=timeout, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False
+        connector=aiohttp.TCPConnector(ssl=tls_context()),
+        timeout=timeout,
+        cookie_jar=aiohttp.DummyCookieJar(),
+        trust_env=False,
     )
     # What start-up made (modules, the app) lives as long as the proxy: the garbage
     # collector need not walk it at every full collection (the compactor freezes what a

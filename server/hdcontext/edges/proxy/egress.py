@@ -1,5 +1,5 @@
-"""How the proxy reaches its upstreams: through the HTTP proxy the environment names, as the
-agent's own SDK would have.
+"""How the proxy reaches its upstreams: through the HTTP proxy the environment names, and
+trusting the certificates the system trusts, as the agent's own client would have.
 
 An agent behind a company's proxy reaches the provider through it: the Anthropic and OpenAI
 SDKs, Claude Code and most HTTP clients read ``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``
@@ -13,8 +13,16 @@ local server is not reached through a remote proxy).
 aiohttp speaks plain HTTP to the proxy and tunnels an ``https`` upstream through it
 (``CONNECT``), so the conversation and the key stay inside TLS from end to end. A proxy URL of
 another scheme (``https://``, ``socks5://``) is not one aiohttp can use: it is said, and the
-upstream is reached directly, as before. Credentials in the proxy's URL go in its
+upstream is reached directly. Credentials in the proxy's URL go in its
 ``Proxy-Authorization`` header and are never logged.
+
+An ``https`` upstream's certificate is checked against the system's trust store
+(``truststore``: the macOS keychain, Windows' certificate store, the distribution's bundle on
+Linux, with ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` read as OpenSSL reads them), which holds
+the company's own authority when its proxy inspects TLS. Python's default context reads only
+its OpenSSL's build-time folders: empty on macOS for python.org's builds, missing on Linux for
+a Python built for another distribution, so a proxy on such a Python could reach no provider
+at all while the agent, with a store of its own, could.
 """
 
 from __future__ import annotations
@@ -22,9 +30,11 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import truststore
 from yarl import URL
 
 from .guard import is_loopback
@@ -56,6 +66,11 @@ class Route:
 
 
 DIRECT = Route()
+
+
+def tls_context() -> ssl.SSLContext:
+    """How the proxy checks an upstream's certificate: against the system's trust store."""
+    return truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def route(base: URL, environ: Mapping[str, str] | None = None) -> Route:
