@@ -36,7 +36,7 @@ import {
     type InterpreterChoice,
 } from './interpreter';
 import { PROTOCOL_VERSION, RETRIEVE_TOOL_NAME, SETTINGS_SECTION, serverProtocolVersion, type InitializationOptions, type Status } from './protocol';
-import { proxyOptions } from './proxySettings';
+import { daemonEnvironment, proxyOptions } from './proxySettings';
 import { daemonSection } from './settingsSection';
 import type { EditorSummarizer } from './summarizer';
 
@@ -219,7 +219,8 @@ export class Daemon {
         return {
             command: choice.path,
             args: [...SERVE_ARGS],
-            options: { env: { ...process.env, PYTHONUNBUFFERED: '1' } },
+            // The editor's proxy setting goes with it: `hdcontext proxy` reaches its upstreams by it.
+            options: { env: daemonEnvironment(process.env, (key) => vscode.workspace.getConfiguration('http').get(key)) },
         };
     }
 

@@ -40,3 +40,34 @@ export function proxyOptions(read: Read): ProxyOptions | undefined {
     }
     return options;
 }
+
+const PROXY_VARIABLES = ['https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY'];
+const NO_PROXY_VARIABLES = ['no_proxy', 'NO_PROXY'];
+
+/**
+ * The daemon's environment: `base`, with the editor's own proxy (`http.proxy`, `http.noProxy`,
+ * read by `read` from section `http`) as the variables the daemon's `hdcontext proxy` reaches
+ * its upstreams by (HTTPS_PROXY…, NO_PROXY). An agent inside the editor (Cline, Roo…) reaches a
+ * provider through that setting; the proxy in front of it must too. The setting wins over the
+ * variables, as it does in the editor; unset, the variables stay as they are.
+ */
+export function daemonEnvironment(base: NodeJS.ProcessEnv, read: Read): NodeJS.ProcessEnv {
+    const env: NodeJS.ProcessEnv = { ...base, PYTHONUNBUFFERED: '1' };
+    const proxy = text(read('proxy'));
+    if (proxy === undefined) {
+        return env;
+    }
+    for (const name of PROXY_VARIABLES) {
+        env[name] = proxy;
+    }
+    const noProxy = read('noProxy');
+    if (Array.isArray(noProxy)) {
+        const hosts = noProxy.map(text).filter((h): h is string => h !== undefined);
+        if (hosts.length) {
+            for (const name of NO_PROXY_VARIABLES) {
+                env[name] = hosts.join(',');
+            }
+        }
+    }
+    return env;
+}

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { DEFAULT_PROXY_PORT, proxyOptions } from '../../src/proxySettings';
+import { DEFAULT_PROXY_PORT, daemonEnvironment, proxyOptions } from '../../src/proxySettings';
 
 const reader = (values: Record<string, unknown>) => (key: string) => values[key];
 
@@ -29,5 +29,34 @@ describe('proxyOptions (hdcontext.proxy.* → initializationOptions.proxy)', () 
         assert.deepEqual(proxyOptions(reader({ 'proxy.enabled': true, 'proxy.port': 70000, 'proxy.contextLimit': 1.5 })), {
             port: DEFAULT_PROXY_PORT,
         });
+    });
+});
+
+describe('daemonEnvironment (the editor’s http.proxy → the daemon’s HTTPS_PROXY…)', () => {
+    const base = { PATH: '/bin', https_proxy: 'http://from-shell:1', NO_PROXY: 'shell.example' };
+
+    it('leaves the variables as they are when the editor names no proxy', () => {
+        assert.deepEqual(daemonEnvironment(base, reader({})), { ...base, PYTHONUNBUFFERED: '1' });
+        assert.deepEqual(daemonEnvironment(base, reader({ proxy: '  ', noProxy: ['x.example'] })), {
+            ...base,
+            PYTHONUNBUFFERED: '1',
+        });
+    });
+
+    it('puts the editor’s proxy and its exceptions in every variable, over the shell’s', () => {
+        const env = daemonEnvironment(base, reader({ proxy: ' http://corp:3128 ', noProxy: ['a.example', '', 7, ' .b.example '] }));
+        for (const name of ['https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY']) {
+            assert.equal(env[name], 'http://corp:3128', name);
+        }
+        assert.equal(env.no_proxy, 'a.example,.b.example');
+        assert.equal(env.NO_PROXY, 'a.example,.b.example');
+        assert.equal(env.PATH, '/bin');
+        assert.equal(env.PYTHONUNBUFFERED, '1');
+        assert.equal(base.https_proxy, 'http://from-shell:1', 'the base is not changed');
+    });
+
+    it('keeps the shell’s exceptions when the editor lists none', () => {
+        const env = daemonEnvironment(base, reader({ proxy: 'http://corp:3128', noProxy: [] }));
+        assert.equal(env.NO_PROXY, 'shell.example');
     });
 });
