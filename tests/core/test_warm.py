@@ -33,8 +33,8 @@ def _session(limit: int, clock: list[int]) -> Session:
 
 
 def _digests(entries: list[IContent]) -> list[bytes]:
-    """The entries' digests as a client's JSON gives them (no ``metadata: null``: a stored
-    entry, read back after a load, is compared without it)."""
+    """The entries' digests as a client's JSON gives them: without the ``metadata: null``
+    that ``to_wire`` writes for an entry that has none."""
     return [entry_digest({k: v for k, v in e.to_wire().items() if v is not None}) for e in entries]
 
 
