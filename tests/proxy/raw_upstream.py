@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from .fake_upstream import ANTHROPIC_USAGE, OPENAI_USAGE, anthropic_events, openai_chunks
 
-Cut = Literal["stream", "json"]
+Cut = Literal["stream", "json", "hang"]
 
 
 def _anthropic_message() -> dict[str, Any]:
@@ -71,11 +71,14 @@ def json_body(path: str) -> bytes:
 class RawUpstream:
     """Answers every request with ``cut``: an event stream (chunked) that stops in the middle
     of an event, or a JSON body that stops halfway through its ``Content-Length``; then it
-    closes the connection."""
+    closes the connection. ``hang``: no answer at all, until the caller closes the connection
+    (``closed`` is set then)."""
 
     cut: Cut
     requests: list[str] = field(default_factory=list)
     """The path of each request, in order."""
+    closed: asyncio.Event = field(default_factory=asyncio.Event)
+    """A ``hang`` request's caller closed its connection."""
     _server: asyncio.Server | None = None
 
     async def start(self) -> str:
@@ -101,7 +104,10 @@ class RawUpstream:
                     length = int(value.strip())
             await reader.readexactly(length)
             self.requests.append(path)
-            if self.cut == "stream":
+            if self.cut == "hang":
+                await reader.read()  # until the caller's end of the connection closes
+                self.closed.set()
+            elif self.cut == "stream":
                 await self._cut_stream(writer, path)
             else:
                 await self._cut_json(writer, path)

@@ -4,6 +4,8 @@ JSON answer short of its length, the routing of other paths, and the debug log."
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import re
@@ -149,6 +151,33 @@ async def test_a_stream_cut_breaks_off_on_every_path_of_a_conversation(
     assert found == [False, False, True, True]
     assert broken.proxy.state.unchanged == 1  # the first one went as it came
     assert broken.proxy.state.compacted == 3
+
+
+@pytest.mark.parametrize("broken", ["hang"], indirect=True)
+async def test_a_client_that_goes_away_takes_its_upstream_call_with_it(broken: Broken) -> None:
+    """An answer in one body that the client stops waiting for (an agent stopped, its process
+    ended): without the proxy its connection to the provider closes, and the provider stops
+    working for it. Through the proxy the upstream connection closes too, within a second or
+    so, instead of waiting for an answer nobody reads (fails without ``_unless_gone``: the
+    proxy would wait for the upstream for as long as its read timeout)."""
+    async with aiohttp.ClientSession() as client:
+        call = asyncio.ensure_future(
+            client.post(
+                broken.proxy.url + "/v1/messages",
+                json=anthropic_body(),
+                headers=ANTHROPIC_HEADERS,
+            )
+        )
+        for _ in range(200):
+            if broken.raw.requests:
+                break
+            await asyncio.sleep(0.02)
+        assert broken.raw.requests == ["/v1/messages"]
+        assert not broken.raw.closed.is_set()
+        call.cancel()  # the client goes: its connection to the proxy closes
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+    await asyncio.wait_for(broken.raw.closed.wait(), timeout=5)
 
 
 @pytest.mark.parametrize("broken", ["json"], indirect=True)

@@ -22,8 +22,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import aiohttp
 import aiohttp.payload
@@ -36,6 +37,7 @@ from .egress import DIRECT, Route
 from .usage import Billed, StreamUsage, from_json
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 SESSION_HEADER = "x-hdcontext-session"
 HOP_HEADERS = frozenset(
@@ -155,15 +157,20 @@ async def forward(
     headers = request_headers(request.headers)
     headers.update(upstream.route.request_headers(url))
     try:
-        answer = await client.request(
-            request.method,
-            url,
-            data=_Body(body),
-            headers=headers,
-            allow_redirects=False,
-            proxy=upstream.route.via,
-            proxy_headers=upstream.route.connect_headers(url),
+        answer = await _unless_gone(
+            request,
+            client.request(
+                request.method,
+                url,
+                data=_Body(body),
+                headers=headers,
+                allow_redirects=False,
+                proxy=upstream.route.via,
+                proxy_headers=upstream.route.connect_headers(url),
+            ),
         )
+    except ClientGone:
+        return _given_up(upstream, "before its answer began")
     except (TimeoutError, aiohttp.ClientError, OSError) as exc:
         log.warning(
             "%s upstream %s unreachable: %s", upstream.name, upstream.shown(), type(exc).__name__
@@ -177,7 +184,9 @@ async def forward(
             usage_of = billed_of if read else None
             return await _stream(request, answer, headers, upstream, usage_of, saving)
         try:
-            data = await answer.read()
+            data = await _unless_gone(request, answer.read())
+        except ClientGone:
+            return _given_up(upstream, "while its answer was read")
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             log.warning(
                 "%s upstream %s broke off an answer (status %d): %s",
@@ -194,6 +203,54 @@ async def forward(
             status=answer.status, reason=answer.reason, headers=headers, body=data
         )
         return Forwarded(response, billed, answer.status)
+
+
+class ClientGone(Exception):
+    """The client's connection closed while the proxy waited on the upstream for it."""
+
+
+GONE_CHECK_S = 0.5
+"""How often a wait on the upstream looks whether its client is still there."""
+CLIENT_CLOSED = 499
+"""The status logged for a call the client gave up (nginx's "client closed request")."""
+
+
+async def _unless_gone(request: web.Request, work: Awaitable[T]) -> T:
+    """``work``, given up (cancelled, its upstream connection closed) once the client's
+    connection is closed. Without the proxy, a client that goes away (an agent stopped, its
+    process ended) closes its connection to the provider, which stops working for it; through
+    the proxy the upstream call would otherwise run to its end, billed, for nobody. (aiohttp
+    does not cancel a handler whose client left: a stream's next write finds it, an answer
+    in one body is waited for whole.)"""
+    task = asyncio.ensure_future(work)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=GONE_CHECK_S)
+            if done:
+                return task.result()
+            transport = request.transport
+            if transport is None or transport.is_closing():
+                raise ClientGone
+    finally:
+        if not task.done():
+            task.cancel()
+            task.add_done_callback(_consume)
+
+
+def _consume(task: asyncio.Future[Any]) -> None:
+    """A call given up may still fail as it goes: its exception is nobody's."""
+    if not task.cancelled():
+        task.exception()
+
+
+def _given_up(upstream: Upstream, when: str) -> Forwarded:
+    log.info(
+        "%s upstream %s: the client went away %s; the call was given up",
+        upstream.name,
+        upstream.shown(),
+        when,
+    )
+    return Forwarded(web.Response(status=CLIENT_CLOSED), None, CLIENT_CLOSED)
 
 
 async def _stream(
