@@ -4,6 +4,8 @@ what never leaves the request (API keys, content)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import re
@@ -331,6 +333,28 @@ async def test_hdcontext_too_slow_sends_the_request_as_it_came(
     (seen,) = running.fake.api_requests
     assert seen.raw == raw  # as it came: the client's breakpoints and all
     assert any("longer than" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_client_gone_while_hdcontext_works_gets_no_call_made(
+    running: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that leaves while hdcontext compacts its request (an agent stopped) would
+    have made no call without the proxy: none is made for it (fails without the check)."""
+    compactor = running.proxy.state.compactor
+    compact = compactor.compact
+
+    async def slow(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0.5)
+        return await compact(*args, **kwargs)
+
+    monkeypatch.setattr(compactor, "compact", slow)
+    call = asyncio.ensure_future(post(running, "/v1/messages", anthropic_body(), ANTHROPIC_HEADERS))
+    await asyncio.sleep(0.1)
+    call.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await call
+    await asyncio.sleep(1.0)
+    assert running.fake.api_requests == []
 
 
 async def test_a_failure_of_hdcontext_sends_the_request_as_it_came(

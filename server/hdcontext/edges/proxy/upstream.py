@@ -153,6 +153,8 @@ async def forward(
     back. ``billed_of`` reads the usage of a successful answer (``None``: not read).
     ``saving``: the session's commit being written; a streamed answer ends only after it (an
     answer in one body goes out after ``forward`` returns: its caller waits for it)."""
+    if _gone(request):  # while hdcontext worked: no call is made for nobody
+        return _given_up(upstream, "before the call was made")
     url = upstream.url(request.path_qs)
     headers = request_headers(request.headers)
     headers.update(upstream.route.request_headers(url))
@@ -228,13 +230,17 @@ async def _unless_gone(request: web.Request, work: Awaitable[T]) -> T:
             done, _ = await asyncio.wait({task}, timeout=GONE_CHECK_S)
             if done:
                 return task.result()
-            transport = request.transport
-            if transport is None or transport.is_closing():
+            if _gone(request):
                 raise ClientGone
     finally:
         if not task.done():
             task.cancel()
             task.add_done_callback(_consume)
+
+
+def _gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 def _consume(task: asyncio.Future[Any]) -> None:
