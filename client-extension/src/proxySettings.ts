@@ -49,13 +49,13 @@ const NO_PROXY_VARIABLES = ['no_proxy', 'NO_PROXY'];
  * read by `read` from section `http`) as the variables the daemon's `hdcontext proxy` reaches
  * its upstreams by (HTTPS_PROXY…, NO_PROXY). An agent inside the editor (Cline, Roo…) reaches a
  * provider through that setting; the proxy in front of it must too. The setting wins over the
- * variables, as it does in the editor; unset, the variables stay as they are.
+ * variables, as it does in the editor; unset (or `http.proxySupport: off`), they stay as they are.
  */
 export function daemonEnvironment(base: NodeJS.ProcessEnv, read: Read): NodeJS.ProcessEnv {
     const env: NodeJS.ProcessEnv = { ...base, PYTHONUNBUFFERED: '1' };
     const proxy = text(read('proxy'));
-    if (proxy === undefined) {
-        return env;
+    if (proxy === undefined || read('proxySupport') === 'off') {
+        return env; // with http.proxySupport off the editor's agents do not use it either
     }
     for (const name of PROXY_VARIABLES) {
         env[name] = proxy;

@@ -41,6 +41,10 @@ describe('daemonEnvironment (the editor’s http.proxy → the daemon’s HTTPS_
             ...base,
             PYTHONUNBUFFERED: '1',
         });
+        assert.deepEqual(daemonEnvironment(base, reader({ proxy: 'http://corp:3128', proxySupport: 'off' })), {
+            ...base,
+            PYTHONUNBUFFERED: '1',
+        });
     });
 
     it('puts the editor’s proxy and its exceptions in every variable, over the shell’s', () => {
