@@ -73,6 +73,7 @@ from .keepwarm import REFRESH_TEXT
 from .marks import ONE_HOUR, asks_long_in
 from .openai_cache import LONG_RETENTION, LONG_RETENTION_TTL_S, RETENTION_KEY, retention_to_ask
 from .prefix import Layout, LayoutError, Splicer, after, common_prefix, find, walk
+from .upstream import abandon
 from .usage import Billed
 
 log = logging.getLogger(__name__)
@@ -483,8 +484,7 @@ class Compactor:
         task = asyncio.ensure_future(self._compact(api, raw, session, client, at))
         done, _ = await asyncio.wait({task}, timeout=self.bound_s)
         if not done:
-            task.cancel()
-            task.add_done_callback(_consume)
+            abandon(task)
             raise TooSlow(f"hdcontext took longer than {self.bound_s:g} s")
         return task.result()
 
@@ -922,9 +922,3 @@ async def _off_loop(size: int, fn: Callable[..., T], *args: Any) -> T:
     if size < INLINE_BYTES:
         return fn(*args)
     return await asyncio.to_thread(fn, *args)
-
-
-def _consume(task: asyncio.Future[Any]) -> None:
-    """A part given up on may still fail: its exception is nobody's to raise."""
-    if not task.cancelled():
-        task.exception()

@@ -234,8 +234,7 @@ async def _unless_gone(request: web.Request, work: Awaitable[T]) -> T:
                 raise ClientGone
     finally:
         if not task.done():
-            task.cancel()
-            task.add_done_callback(_consume)
+            abandon(task)
 
 
 def _gone(request: web.Request) -> bool:
@@ -243,8 +242,14 @@ def _gone(request: web.Request) -> bool:
     return transport is None or transport.is_closing()
 
 
+def abandon(task: asyncio.Future[Any]) -> None:
+    """Cancel work given up on. It may still fail as it goes: its exception is nobody's to
+    raise (nor to be logged as never retrieved)."""
+    task.cancel()
+    task.add_done_callback(_consume)
+
+
 def _consume(task: asyncio.Future[Any]) -> None:
-    """A call given up may still fail as it goes: its exception is nobody's."""
     if not task.cancelled():
         task.exception()
 
