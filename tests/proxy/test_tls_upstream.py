@@ -23,6 +23,10 @@ def _server(ca: trustme.CA) -> ssl.SSLContext:
     return context
 
 
+def _fine(body: object) -> list[dict[str, str]]:
+    return [{"type": "text", "text": "fine"}]
+
+
 async def _post(url: str) -> tuple[int, bytes]:
     async with (
         aiohttp.ClientSession() as client,
@@ -31,15 +35,19 @@ async def _post(url: str) -> tuple[int, bytes]:
         return r.status, await r.read()
 
 
-async def test_an_https_upstream_the_system_trusts_is_reached(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> trustme.CA:
+    """An authority the system trusts: the only one in ``SSL_CERT_FILE``."""
     ca = trustme.CA()
     ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
     monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
-    running, runners = await start(
-        tmp_path, lambda body: [{"type": "text", "text": "fine"}], tls=_server(ca)
-    )
+    return ca
+
+
+async def test_an_https_upstream_the_system_trusts_is_reached(
+    tmp_path: Path, trusted: trustme.CA
+) -> None:
+    running, runners = await start(tmp_path, _fine, tls=_server(trusted))
     try:
         assert running.fake_url.startswith("https://")
         status, _ = await _post(running.url)
@@ -53,14 +61,9 @@ async def test_an_https_upstream_the_system_trusts_is_reached(
 
 
 async def test_an_https_upstream_nobody_trusts_is_a_502_naming_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, trusted: trustme.CA
 ) -> None:
-    trusted = trustme.CA()
-    trusted.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
-    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
-    running, runners = await start(
-        tmp_path, lambda body: [{"type": "text", "text": "fine"}], tls=_server(trustme.CA())
-    )
+    running, runners = await start(tmp_path, _fine, tls=_server(trustme.CA()))
     try:
         status, body = await _post(running.url)
         assert status == 502
