@@ -19,6 +19,7 @@ from hdcontext.edges.daemon.ide_settings import IdeSettings
 from hdcontext.edges.proxy.run import Proxy, _NoEditor
 from hdcontext.edges.storage.store import prepare_folder
 
+from . import claude_cli
 from .fake_upstream import FakeUpstream, Script
 
 
@@ -84,6 +85,16 @@ async def stop(running: Running, runners: list[web.AppRunner]) -> None:
     await running.daemon.store.close()
     for runner in runners:
         await runner.cleanup()
+
+
+@pytest.fixture(scope="session")
+def claude_code() -> Path:
+    """Claude Code's CLI for the real-agent tests (``claude_cli.find``); skipped, saying why,
+    where it is not installed."""
+    path, why = claude_cli.find()
+    if path is None:
+        pytest.skip(why)
+    return path
 
 
 @pytest.fixture

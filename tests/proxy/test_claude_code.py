@@ -17,8 +17,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from hdcontext.core.validity import payload_problems, problems
 from hdcontext.edges.proxy.anthropic import AnthropicApi
 
@@ -29,14 +27,6 @@ from .tap import start_tap
 from .test_adapters import conversation
 
 RUN_TIMEOUT_S = 240
-
-
-@pytest.fixture(scope="module")
-def cli() -> Path:
-    path, why = claude_cli.find()
-    if path is None:
-        pytest.skip(why)
-    return path
 
 
 def _message_marks(body: dict[str, Any]) -> list[tuple[int, int]]:
@@ -59,7 +49,7 @@ def _own_marks(body: dict[str, Any]) -> list[Any]:
     ]
 
 
-async def test_claude_code_through_the_proxy(cli: Path, tmp_path: Path) -> None:
+async def test_claude_code_through_the_proxy(claude_code: Path, tmp_path: Path) -> None:
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     notes = workspace / "notes.txt"
@@ -74,7 +64,7 @@ async def test_claude_code_through_the_proxy(cli: Path, tmp_path: Path) -> None:
     runners.append(tap_runner)
     try:
         code, out, err = await claude_cli.run(
-            cli,
+            claude_code,
             workspace,
             home,
             tap_url,

@@ -24,14 +24,6 @@ from .test_adapters import conversation
 RUN_TIMEOUT_S = 240
 
 
-@pytest.fixture(scope="module")
-def cli() -> Path:
-    path, why = claude_cli.find()
-    if path is None:
-        pytest.skip(why)
-    return path
-
-
 async def _claude(cli: Path, running: Running, workspace: Path, home: Path, *args: str) -> Any:
     code, out, err = await claude_cli.run(
         cli, workspace, home, running.url, *args, timeout_s=RUN_TIMEOUT_S
@@ -56,7 +48,7 @@ def _again(notes: Path) -> Any:
 
 
 async def test_claude_code_continues_through_a_restarted_proxy(
-    cli: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    claude_code: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     workspace = tmp_path / "workspace"
     workspace.mkdir()
@@ -69,7 +61,7 @@ async def test_claude_code_continues_through_a_restarted_proxy(
     script = notes_script(workspace)
     running, runners = await start(tmp_path, script)
     try:
-        first = await _claude(cli, running, workspace, home, "-p", "Change alpha to beta.")
+        first = await _claude(claude_code, running, workspace, home, "-p", "Change alpha to beta.")
         (session,) = [s["sessionId"] for s in await running.statuses() if s["usage"]["calls"]]
     finally:
         await stop(running, runners)
@@ -89,7 +81,7 @@ async def test_claude_code_continues_through_a_restarted_proxy(
         await task  # taken in before the agent comes back
         monkeypatch.setattr(compactor_module, "_take_whole", counting)
         again = await _claude(
-            cli, running, workspace, home, "--continue", "-p", "Show me the file again."
+            claude_code, running, workspace, home, "--continue", "-p", "Show me the file again."
         )
         statuses = {s["sessionId"]: s for s in await running.statuses()}
     finally:
