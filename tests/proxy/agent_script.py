@@ -48,6 +48,20 @@ def tool_names(body: dict[str, Any]) -> set[str]:
     return names
 
 
+def notes_workspace(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """What the script works on: a workspace holding ``notes.txt`` (its first line ``alpha``,
+    then 300 more), the file, and an empty home for the agent; as (workspace, notes, home)."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    notes = workspace / "notes.txt"
+    notes.write_text(
+        "alpha\n" + "".join(f"line {i}: words about the project\n" for i in range(300))
+    )
+    home = tmp_path / "home"
+    home.mkdir()
+    return workspace, notes, home
+
+
 def notes_script(workspace: Path) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
     notes = str(workspace / "notes.txt")
     steps: list[list[dict[str, Any]]] = [

@@ -21,7 +21,7 @@ from hdcontext.core.validity import payload_problems, problems
 from hdcontext.edges.proxy.anthropic import AnthropicApi
 
 from . import claude_cli
-from .agent_script import DONE_TEXT, notes_script
+from .agent_script import DONE_TEXT, notes_script, notes_workspace
 from .conftest import start, stop
 from .tap import start_tap
 from .test_adapters import conversation
@@ -50,14 +50,7 @@ def _own_marks(body: dict[str, Any]) -> list[Any]:
 
 
 async def test_claude_code_through_the_proxy(claude_code: Path, tmp_path: Path) -> None:
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    notes = workspace / "notes.txt"
-    notes.write_text(
-        "alpha\n" + "".join(f"line {i}: words about the project\n" for i in range(300))
-    )
-    home = tmp_path / "home"
-    home.mkdir()
+    workspace, notes, home = notes_workspace(tmp_path)
     running, runners = await start(tmp_path, notes_script(workspace))
     running.fake.anthropic_usage = {"input_tokens": 3000, "output_tokens": 5}
     tap, tap_runner, tap_url = await start_tap(running.url)

@@ -17,7 +17,7 @@ from hdcontext.edges.proxy import compactor as compactor_module
 from hdcontext.edges.proxy.anthropic import AnthropicApi
 
 from . import claude_cli
-from .agent_script import DONE_TEXT, last_result_step, notes_script, tool_names
+from .agent_script import DONE_TEXT, last_result_step, notes_script, notes_workspace, tool_names
 from .conftest import Running, start, stop
 from .test_adapters import conversation
 
@@ -50,14 +50,7 @@ def _again(notes: Path) -> Any:
 async def test_claude_code_continues_through_a_restarted_proxy(
     claude_code: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    notes = workspace / "notes.txt"
-    notes.write_text(
-        "alpha\n" + "".join(f"line {i}: words about the project\n" for i in range(300))
-    )
-    home = tmp_path / "home"
-    home.mkdir()
+    workspace, notes, home = notes_workspace(tmp_path)
     script = notes_script(workspace)
     running, runners = await start(tmp_path, script)
     try:
