@@ -15,6 +15,8 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp.http_writer import StreamWriter
+from yarl import URL
 
 from hdcontext.edges.proxy import upstream
 from hdcontext.edges.proxy.upstream import SESSION_HEADER
@@ -109,14 +111,30 @@ async def test_a_request_goes_through_hdcontext_with_the_rest_as_sent(running: R
     assert session["usage"]["calls"] == 1
 
 
-async def test_a_body_of_megabytes_reaches_the_upstream_whole(running: Running) -> None:
-    """A large body is written apart from its headers (``upstream._Body``): it still goes
-    as one request of the length it says, not chunked, every byte of it there."""
+async def test_a_body_of_megabytes_goes_upstream_apart_from_its_headers(
+    running: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large body is written after its headers (``upstream._Body``), not in one piece
+    with them (which copies the whole conversation before Python 3.12.9): no write of the
+    request to the upstream carries headers and body together. It still goes as one request
+    of the length it says, not chunked, every byte of it there."""
+    joined: list[int] = []
+    writelines = StreamWriter._writelines
+    upstream_host = f"Host: {URL(running.fake_url).host}:{URL(running.fake_url).port}".encode()
+
+    def recorded(self: StreamWriter, chunks: Any) -> None:
+        chunks = list(chunks)
+        if chunks and upstream_host in bytes(chunks[0][:1024]):
+            joined.append(sum(len(c) for c in chunks))
+        writelines(self, chunks)
+
+    monkeypatch.setattr(StreamWriter, "_writelines", recorded)
     body = anthropic_body()
     output = "".join(f"line {n}: {'x' * 60}\n" for n in range(40_000))  # 2.7 MB
     body["messages"][2]["content"][0]["content"] = output
     status, _, _ = await post(running, "/v1/messages", body, ANTHROPIC_HEADERS)
     assert status == 200
+    assert all(size < upstream.SEPARATE_HEADERS_BYTES for size in joined), joined
     (seen,) = running.fake.api_requests
     assert len(seen.raw) > upstream.SEPARATE_HEADERS_BYTES
     assert int(seen.headers["Content-Length"]) == len(seen.raw)
