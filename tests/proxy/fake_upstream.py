@@ -46,6 +46,9 @@ class FakeUpstream:
     openai_usage: dict[str, Any] = field(default_factory=lambda: dict(OPENAI_USAGE))
     refuse: tuple[int, dict[str, Any]] | None = None
     """(status, body) to answer every API request with instead of the script."""
+    refusals: int | None = None
+    """How many API requests ``refuse`` answers before the script answers again (``None``:
+    all of them): an upstream overloaded for a moment, whose client retries."""
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def app(self) -> web.Application:
@@ -72,10 +75,17 @@ class FakeUpstream:
         await self._record(request)
         return web.json_response({"path": request.path, "fake": True}, status=404)
 
+    def _refused(self) -> web.Response | None:
+        if self.refuse is None or self.refusals == 0:
+            return None
+        if self.refusals is not None:
+            self.refusals -= 1
+        return web.json_response(self.refuse[1], status=self.refuse[0])
+
     async def _anthropic(self, request: web.Request) -> web.StreamResponse:
         body = await self._record(request)
-        if self.refuse is not None:
-            return web.json_response(self.refuse[1], status=self.refuse[0])
+        if (refused := self._refused()) is not None:
+            return refused
         if not isinstance(body, dict):
             return web.json_response({"type": "error", "error": {"type": "bad"}}, status=400)
         blocks = self.script(body)
@@ -96,8 +106,8 @@ class FakeUpstream:
 
     async def _openai(self, request: web.Request) -> web.StreamResponse:
         body = await self._record(request)
-        if self.refuse is not None:
-            return web.json_response(self.refuse[1], status=self.refuse[0])
+        if (refused := self._refused()) is not None:
+            return refused
         if not isinstance(body, dict):
             return web.json_response({"error": {"message": "bad"}}, status=400)
         blocks = self.script(body)

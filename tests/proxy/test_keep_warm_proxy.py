@@ -1,10 +1,12 @@
 """``hdcontext proxy --keep-warm`` against a fake upstream: the refresh call goes out when the
 daemon named it, with the key of the session's last request and what the provider holds,
-asks one token, and its usage is counted; a deleted session gets none."""
+asks one token, and its usage is counted; one the upstream refused is taken back; a deleted
+session gets none."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ import aiohttp
 
 from hdcontext.edges.proxy.compactor import now_ms
 from hdcontext.edges.proxy.keepwarm import REFRESH_TEXT
+from hdcontext.edges.storage.store import DB_NAME
 
 from .conftest import Running, start, stop
 
@@ -154,3 +157,29 @@ async def test_a_deleted_session_gets_no_refresh_call(tmp_path: Path) -> None:
         await stop(running, runners)
     assert len(running.fake.api_requests) == agent_calls
     assert warm.made == 0
+
+
+async def test_a_refresh_call_the_upstream_refused_is_taken_back(tmp_path: Path) -> None:
+    """Nothing of it was billed or refreshed: ``hdcontext stats`` has no row of it, and the
+    daemon's cache is as the agent's last call left it (``Session.call_refused``)."""
+    clock = _Clock()
+    running, runners = await _run(tmp_path, clock)
+    try:
+        await _agent(running)
+        warm = running.proxy.state.keep_warm
+        assert warm is not None
+        sid = (await running.statuses())[0]["sessionId"]
+        session = await running.daemon.registry.get(sid)
+        before = session.export_state().cache
+        agent_calls = len(running.fake.api_requests)
+        running.fake.refuse = (529, {"type": "error", "error": {"type": "overloaded_error"}})
+        clock.gate.set()
+        assert await _until(lambda: len(running.fake.api_requests) > agent_calls)
+        assert await _until(lambda: session.export_state().cache.prompt == before.prompt)
+        await asyncio.sleep(0.2)
+        assert session.export_state().cache.reply == before.reply
+    finally:
+        await stop(running, runners)
+    with sqlite3.connect(running.storage / DB_NAME) as db:
+        kinds = [str(kind) for (kind,) in db.execute("SELECT kind FROM calls ORDER BY seq")]
+    assert kinds == ["model"] * agent_calls

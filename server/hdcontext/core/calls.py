@@ -1,6 +1,6 @@
 """What a session keeps of each call it served, for ``hdcontext stats``: counts, never content.
 
-A session notes three kinds of event as they happen (``Session.take_calls`` hands them to the
+A session notes four kinds of event as they happen (``Session.take_calls`` hands them to the
 edge that saves it, in the same transaction as the session's own state, so that a call rolled
 back leaves no figure behind):
 
@@ -12,6 +12,9 @@ back leaves no figure behind):
 - ``UsageReported``: what the provider billed (``history/usage``), which belongs to the call
   just made when that call still waits for its usage (``attached``), else stands alone (a
   client that reports a call the daemon did not see);
+- ``CallRefused``: the call just made never reached the model (the provider answered it
+  with an error, or could not be reached): nothing was billed, so its row goes, when no usage
+  has filled it in;
 - ``Retrieved``: the model (through the editor's tool) or the user fetched back something
   density had taken out (``history/retrieve``).
 
@@ -65,11 +68,16 @@ class UsageReported:
 
 
 @dataclass(frozen=True)
+class CallRefused:
+    at: int
+
+
+@dataclass(frozen=True)
 class Retrieved:
     at: int
 
 
-CallEvent: TypeAlias = CallMade | UsageReported | Retrieved
+CallEvent: TypeAlias = CallMade | UsageReported | CallRefused | Retrieved
 
 
 @dataclass(frozen=True)

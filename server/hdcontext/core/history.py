@@ -249,6 +249,12 @@ class History:
         ``mark_stable`` (appends touch nothing before them), or ``None``."""
         return self._changed_from
 
+    def mark_changed(self, index: int) -> None:
+        """Count the view as changed from ``index`` since it was last handed out, though no
+        entry there changed: a call that never reached the provider (``Session.call_refused``)
+        leaves what the provider saw last where it was."""
+        self._touched(index)
+
     def _touched(self, index: int) -> None:
         if self._changed_from is None or index < self._changed_from:
             self._changed_from = index

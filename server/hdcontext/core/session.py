@@ -25,7 +25,7 @@ from .cache.refresh import REFRESH_PLAIN_TOKENS, long_pays, next_refresh
 from .cache.rhythm import Waiting
 from .cache.savings import Savings
 from .cache.schedule import Candidate, Plan, everything
-from .calls import BilledUsage, CallEvent, CallMade, Retrieved, UsageReported
+from .calls import BilledUsage, CallEvent, CallMade, CallRefused, Retrieved, UsageReported
 from .compression.factory import get_strategy
 from .compression.high_density import HighDensityStrategy
 from .compression.incremental import Summaries
@@ -151,6 +151,18 @@ class SessionSnapshot:
 
 
 @dataclass(frozen=True)
+class _Sent:
+    """A call the prompt cache was told of (``Session._sent``)."""
+
+    after: CacheState
+    """The cache state the call left: the call can be taken back while it is still this."""
+    before: CacheState
+    unchanged: int | None
+    """A model call's head of the view as the provider had last seen it (``Call.unchanged``);
+    ``None``: a refresh call, which changes no entry."""
+
+
+@dataclass(frozen=True)
 class _Outcome:
     """What a compaction did, for its reply."""
 
@@ -211,6 +223,10 @@ class Session:
         self._savings = Savings()  # what each waiting edit saves, counted once
         self._lineage = Lineage()  # the conversation as history/sync last saw it
         self._calls: list[CallEvent] = []  # noted since the edge last saved them
+        self._sent: _Sent | None = None
+        """The last call the prompt cache was told of, until its usage comes: what to take
+        back if it never reached the model (``call_refused``). Not stored: a call refused
+        after a restart is not taken back (the next usage corrects the cache's model)."""
 
     # -- settings ------------------------------------------------------------------------
 
@@ -385,8 +401,36 @@ class Session:
             predicted=predicted,
             mispredicted=missed,
         )
+        self._sent = None  # it reached the model: nothing to take back
         self.version += 1
         return check
+
+    def call_refused(self, at: int | None = None) -> bool:
+        """The last call never reached the model: the provider answered it with an error
+        (an overload, a rate limit, a refusal), or could not be reached. Nothing of it was
+        billed and nothing cached, so what the daemon noted of it is taken back: the prompt
+        cache is as it was before it (what the provider holds, the ledger, the rhythm), no
+        usage is expected, its ``calls`` row goes (``CallRefused``), and the head of the view
+        the provider last saw is where it was. The history stays as the call left it: the
+        client holds it so and sends it again (an agent retries), and that retry is weighed
+        against what the provider really holds, not against a call it never saw.
+
+        False, and nothing changes, when there is nothing to take back: its usage came, or
+        another call was made since."""
+        sent = self._sent
+        if sent is None or self._cache is not sent.after:
+            return False
+        self._sent = None
+        cache = self._cache
+        # A model call's reply is what the client holds now (it sends it again); a refresh
+        # call's request was the provider's alone.
+        reply = cache.reply if sent.unchanged is not None else sent.before.reply
+        self._cache = replace(cache, prompt=sent.before.prompt, reply=reply, expected=None)
+        if sent.unchanged is not None:
+            self.history.mark_changed(sent.unchanged)
+        self._calls.append(CallRefused(self._clock() if at is None else at))
+        self.version += 1
+        return True
 
     # -- what density took away -----------------------------------------------------------
 
@@ -806,6 +850,7 @@ class Session:
             free_pending=free_waiting,
             expected=_expected(bill),
         )
+        self._sent = _Sent(self._cache, cache, unchanged)
         history.mark_stable()
         self._told_waiting = "unknown"  # a new call: what ended the last one is past
         self._note_call(bill, refresh=False)
@@ -934,7 +979,9 @@ class Session:
         mark = self._cache.reply
         if end > max(mark.raw_len, mark.held_len):
             mark = replace(mark, held_len=end)
-        self._cache = replace(self._cache, prompt=after, reply=mark, expected=_expected(bill))
+        before = self._cache
+        self._cache = replace(before, prompt=after, reply=mark, expected=_expected(bill))
+        self._sent = _Sent(self._cache, before, None)
         self._note_call(bill, refresh=True)
         curated = history.curated()[: history.curated_index(end)]
         return self._refresh_reply(r, pricing, curated, placed, bill, at, read)

@@ -507,6 +507,19 @@ class Daemon:
             self._notify(session)
             return session.status().to_wire()
 
+    async def note_refused(self, session_id: str) -> bool:
+        """The session's last call never reached the model (``Session.call_refused``), from
+        an edge in this process that saw the upstream's answer (the proxy): saved as
+        ``note_usage``'s figures are. False when there was nothing to take back. Not on the
+        wire: PROTOCOL.md has no way for a client to say it yet."""
+        async with self.registry.lock(session_id):
+            session = await self.registry.find(session_id)
+            if session is None or not session.call_refused():
+                return False
+            self._noted.add(session_id)
+            self._notify(session)
+            return True
+
     async def save_noted(self, session_id: str | None = None) -> None:
         """Save the usage ``note_usage`` counted and no commit has saved yet (of one session,
         or of all): before a session is unloaded, and before the daemon stops."""

@@ -209,6 +209,13 @@ async def _through(request: web.Request, name: str) -> web.StreamResponse:
     done: Forwarded = await forward(_session(state), request, upstream, body, billed_of, saving)
     await saved(saving)  # an answer in one body goes out once this handler returns
     _answered(name, compacted.session_id if compacted is not None else request.path, done, sent)
+    if compacted is not None and done.refused:
+        # Nothing of it was billed or cached: the daemon takes it back, so that the agent's
+        # retry is weighed against what the provider really holds.
+        try:
+            await state.compactor.refused(compacted.session_id)
+        except Exception as exc:  # the answer has gone out already
+            log.warning("%s: a refused call not taken back: %s", name, type(exc).__name__)
     if compacted is not None and done.billed is not None:
         try:
             await state.compactor.record(compacted.session_id, done.billed)
@@ -261,6 +268,8 @@ def refresher(state: ProxyState) -> Send:
             else f" ({billed.cache_read_tokens} tokens read from the cache, "
             f"{billed.cache_write_tokens} written)",
         )
+        if status >= 400:
+            await state.compactor.refused(session_id)  # nothing was billed or refreshed
         if status != 200:
             raise RefreshRefused(f"the upstream answered {status}")
         if billed is not None:

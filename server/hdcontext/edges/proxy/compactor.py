@@ -819,6 +819,16 @@ class Compactor:
             loop = asyncio.get_running_loop()
             self._timers[session_id] = loop.call_later(self.save_after_s, self._save, session_id)
 
+    async def refused(self, session_id: str) -> None:
+        """The call just made for the conversation never reached the model
+        (``Daemon.note_refused``): saved as ``record``'s usage is."""
+        ingest = self._ingests.get(session_id)
+        if ingest is not None:
+            await asyncio.shield(ingest)
+        if await self.daemon.note_refused(session_id) and session_id not in self._timers:
+            loop = asyncio.get_running_loop()
+            self._timers[session_id] = loop.call_later(self.save_after_s, self._save, session_id)
+
     def _save(self, session_id: str) -> None:
         del self._timers[session_id]
         task = asyncio.ensure_future(self._save_noted(session_id))

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import aiohttp
@@ -139,6 +139,10 @@ class Forwarded:
     response: web.StreamResponse
     billed: Billed | None
     status: int
+    refused: bool = False
+    """The call is known not to have reached the model: the upstream answered it with an
+    error status, or could not be connected to. (Not a call cut off after it was sent, nor
+    one its client gave up: the provider may have run those.)"""
 
 
 async def forward(
@@ -178,13 +182,14 @@ async def forward(
             "%s upstream %s unreachable: %s", upstream.name, upstream.shown(), type(exc).__name__
         )
         response = unreachable(upstream, exc)
-        return Forwarded(response, None, 502)
+        return Forwarded(response, None, 502, isinstance(exc, aiohttp.ClientConnectorError))
     async with answer:
         headers = response_headers(answer.headers)
         read = billed_of is not None and answer.status == 200
         if answer.content_type == "text/event-stream":
             usage_of = billed_of if read else None
-            return await _stream(request, answer, headers, upstream, usage_of, saving)
+            streamed = await _stream(request, answer, headers, upstream, usage_of, saving)
+            return replace(streamed, refused=answer.status >= 400)
         try:
             data = await _unless_gone(request, answer.read())
         except ClientGone:
@@ -197,14 +202,14 @@ async def forward(
                 answer.status,
                 type(exc).__name__,
             )
-            return Forwarded(broke_off(upstream, exc), None, 502)
+            return Forwarded(broke_off(upstream, exc), None, 502, answer.status >= 400)
         billed = None
         if read and billed_of is not None and len(data) <= MAX_USAGE_BODY:
             billed = from_json(data, billed_of)
         response = web.Response(
             status=answer.status, reason=answer.reason, headers=headers, body=data
         )
-        return Forwarded(response, billed, answer.status)
+        return Forwarded(response, billed, answer.status, answer.status >= 400)
 
 
 class ClientGone(Exception):

@@ -65,7 +65,15 @@ from pathlib import Path
 from typing import TypeVar
 
 from ...core.cache.ledger import Charge
-from ...core.calls import BilledUsage, CallEvent, CallMade, CallRow, Kind, UsageReported
+from ...core.calls import (
+    BilledUsage,
+    CallEvent,
+    CallMade,
+    CallRefused,
+    CallRow,
+    Kind,
+    UsageReported,
+)
 from ...core.state import SessionState
 from ...core.stored import Blob
 from . import storage_lock
@@ -786,13 +794,22 @@ def _write_calls(db: sqlite3.Connection, session_id: str, events: Sequence[CallE
     """A session's call events as rows of ``calls`` (inside the save's transaction): a call
     is a new row, a retrieve too; a usage fills in the latest call's billed figures when it
     belongs to it and that row has none yet, else is a row of its own (a call the daemon did
-    not see, whose estimate is unknown)."""
+    not see, whose estimate is unknown); a refused call takes the latest call's row away when
+    no usage filled it in."""
     (last,) = db.execute(
         "SELECT COALESCE(MAX(seq), -1) FROM calls WHERE session_id=?", (session_id,)
     ).fetchone()
     seq = int(last)
     insert = f"INSERT INTO calls ({_CALL_COLUMNS}) VALUES ({', '.join('?' * 21)})"
     for event in events:
+        if isinstance(event, CallRefused):
+            db.execute(
+                "DELETE FROM calls WHERE session_id=? AND seq=("
+                "SELECT MAX(seq) FROM calls WHERE session_id=? AND kind!='retrieve')"
+                " AND billed_input IS NULL AND est_read IS NOT NULL",
+                (session_id, session_id),
+            )
+            continue
         if isinstance(event, UsageReported):
             if event.attached:
                 done = db.execute(
