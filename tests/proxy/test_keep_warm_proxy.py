@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 
 from hdcontext.edges.proxy.compactor import now_ms
 from hdcontext.edges.proxy.keepwarm import REFRESH_TEXT
@@ -159,9 +160,13 @@ async def test_a_deleted_session_gets_no_refresh_call(tmp_path: Path) -> None:
     assert warm.made == 0
 
 
-async def test_a_refresh_call_the_upstream_refused_is_taken_back(tmp_path: Path) -> None:
-    """Nothing of it was billed or refreshed: ``hdcontext stats`` has no row of it, and the
-    daemon's cache is as the agent's last call left it (``Session.call_refused``)."""
+@pytest.mark.parametrize("upstream", ["refuses", "gone"])
+async def test_a_refresh_call_the_upstream_refused_is_taken_back(
+    tmp_path: Path, upstream: str
+) -> None:
+    """Answered with an error, or not let in at all: nothing of it was billed or refreshed.
+    ``hdcontext stats`` has no row of it, and the daemon's cache is as the agent's last call
+    left it (``Session.call_refused``)."""
     clock = _Clock()
     running, runners = await _run(tmp_path, clock)
     try:
@@ -172,9 +177,14 @@ async def test_a_refresh_call_the_upstream_refused_is_taken_back(tmp_path: Path)
         session = await running.daemon.registry.get(sid)
         before = session.export_state().cache
         agent_calls = len(running.fake.api_requests)
-        running.fake.refuse = (529, {"type": "error", "error": {"type": "overloaded_error"}})
+        if upstream == "refuses":
+            running.fake.refuse = (529, {"type": "error", "error": {"type": "overloaded_error"}})
+        else:
+            await runners.pop().cleanup()  # nothing listens there any more
         clock.gate.set()
-        assert await _until(lambda: len(running.fake.api_requests) > agent_calls)
+        if upstream == "refuses":
+            assert await _until(lambda: len(running.fake.api_requests) > agent_calls)
+        assert await _until(lambda: not any(warm.pending().values()))  # tried, and stopped
         assert await _until(lambda: session.export_state().cache.prompt == before.prompt)
         await asyncio.sleep(0.2)
         assert session.export_state().cache.reply == before.reply

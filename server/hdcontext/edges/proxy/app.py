@@ -248,15 +248,19 @@ def refresher(state: ProxyState) -> Send:
         headers = CIMultiDict(caller.headers)
         headers["Content-Type"] = "application/json"
         headers.update(upstream.route.request_headers(url))
-        async with _session(state).post(
-            url,
-            data=data,
-            headers=headers,
-            proxy=upstream.route.via,
-            proxy_headers=upstream.route.connect_headers(url),
-        ) as response:
-            answer = await response.read()
-            status = response.status
+        try:
+            async with _session(state).post(
+                url,
+                data=data,
+                headers=headers,
+                proxy=upstream.route.via,
+                proxy_headers=upstream.route.connect_headers(url),
+            ) as response:
+                answer = await response.read()
+                status = response.status
+        except aiohttp.ClientConnectorError:
+            await state.compactor.refused(session_id)  # it never left: nothing refreshed
+            raise
         billed = from_json(answer, api.billed) if status == 200 else None
         log.info(
             "keep-warm %s: a refresh call of %d bytes answered %d%s",
