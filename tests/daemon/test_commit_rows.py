@@ -7,6 +7,7 @@ restart must bring back exactly the working view the session had.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -158,3 +159,33 @@ async def test_a_schema_1_database_goes_on_where_it_was(tmp_path: Path) -> None:
     with sqlite3.connect(directory / "hdcontext.sqlite3") as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     db.close()
+
+
+async def test_an_entry_pruned_in_the_commit_that_appends_it_is_stored_as_its_json(
+    tmp_path: Path,
+) -> None:
+    """The proxy appends and compacts in one commit: a read that goes in that compaction is
+    packed in memory (``stored.pack``) before the store writes its transcript row, which must
+    hold the entry's JSON all the same; a restart reads it back as it was appended."""
+    store = Store(tmp_path / "storage")
+    await store.open()
+    reg = registry(store)
+    session = await reg.open("s", None, {})
+    long = "".join(f"line {i} of the old a.py\n" for i in range(200))
+    appended = entries(
+        read_pair("r0", "/w/a.py", long), text("ai", "ok"), write_pair("w1", "/w/a.py", "new")
+    )
+
+    await reg.commit(session, lambda: session.append(appended) or session.compact())
+    assert session.history._transcript[1][:1] == b"x"  # packed in memory
+    transcript = [json.loads(b) for b in session.history.transcript_json]
+    await store.close()
+    with sqlite3.connect(tmp_path / "storage" / "hdcontext.sqlite3") as db:
+        rows = [json.loads(e) for (e,) in db.execute("SELECT entry FROM transcript ORDER BY seq")]
+    assert rows == transcript and rows[1]["blocks"][0]["result"] == long
+
+    again = Store(tmp_path / "storage")
+    await again.open()
+    restored = await registry(again).get("s")
+    assert [json.loads(b) for b in restored.history.transcript_json] == transcript
+    await again.close()

@@ -33,7 +33,7 @@ from itertools import compress, pairwise
 from .content import IContent, entry_from_json, entry_json, is_empty_ai
 from .density.types import DensityResult
 from .journal import Change, Journal
-from .stored import Blob, Entries
+from .stored import Blob, Entries, Unpacked, pack, unpack
 from .tokens import count_entry
 
 
@@ -177,13 +177,14 @@ class History:
     @property
     def transcript(self) -> Entries:
         """Everything ever appended, in order; nothing prunes or compresses it."""
-        return Entries(self._transcript)
+        return Entries(Unpacked(self._transcript))
 
     @property
     def transcript_json(self) -> Sequence[Blob]:
-        """``transcript`` as stored. An entry still in the working view as it was appended
-        is the very same object in both lists. Do not mutate."""
-        return self._transcript
+        """``transcript`` as each entry's JSON. An entry still in the working view as it was
+        appended is the very same object in both; one that left it is kept packed
+        (``stored.pack``) and unpacked as it is read."""
+        return Unpacked(self._transcript)
 
     def curated(self) -> Entries:
         """What a model receives: the working view without empty AI entries (a copy of the
@@ -319,8 +320,9 @@ class History:
         touched = sorted({*replaced, *removals})
         if not touched:
             return
+        left = self._pack_left(old, touched)
         change = Change(
-            removed=tuple((old.keys[i], old.raw[i]) for i in touched),
+            removed=tuple((old.keys[i], left.get(i, old.raw[i])) for i in touched),
             added=tuple((old.keys[i], replaced[i][0]) for i in sorted(replaced)),
         )
         self._view = _View(raw, counts, keys, shown, stamps, curated, origins, blocks)
@@ -329,6 +331,18 @@ class History:
         self._total = sum(curated)
         self._touched(touched[0])
         self.journal.record(change)
+
+    def _pack_left(self, view: _View, indices: Sequence[int]) -> dict[int, Blob]:
+        """Pack the transcript's entries that ``view`` held as they were appended at
+        ``indices`` and that leave it now (``stored.pack``); by index, what each became."""
+        transcript, origins, raw = self._transcript, view.origins, view.raw
+        packed: dict[int, Blob] = {}
+        for i in indices:
+            seq = origins[i]
+            if seq >= 0 and transcript[seq] is raw[i]:
+                packed[i] = transcript[seq] = pack(raw[i])
+        self.journal.swap({id(raw[i]): blob for i, blob in packed.items()})
+        return packed
 
     def replace_all(
         self, entries: Sequence[IContent], parsed: Sequence[IContent] | None = None
@@ -347,8 +361,11 @@ class History:
         counts: list[int] = []
         origins: list[int] = []
         same = 0  # entries at the head that are the very entries they were
+        kept: set[int] = set()
         for j, entry in enumerate(new):
             i = known.get(id(entry))
+            if i is not None:
+                kept.add(i)
             blobs.append(old.raw[i] if i is not None else entry_json(entry))
             counts.append(old.tokens[i] if i is not None else self._count(entry))
             if i is not None:
@@ -362,6 +379,7 @@ class History:
         shown = [not is_empty_ai(e) for e in new]
         stamps = [e.timestamp for e in new]
         self._install(blobs, counts, shown, stamps, origins=origins, entries=new)
+        self._pack_left(old, [i for i in range(len(old.raw)) if i not in kept])
         if -1 in origins:
             self._compressed_upto = len(self._transcript)
         self._touched(same)
@@ -402,7 +420,7 @@ class History:
     def reinstate(self, seqs: Sequence[int]) -> None:
         """Make the working view the transcript's entries ``seqs``, as they were appended
         (a fork into history that a compression summarized: start again from the source)."""
-        blobs = [self._transcript[s] for s in seqs]
+        blobs = [unpack(self._transcript[s]) for s in seqs]
         entries = [entry_from_json(b) for b in blobs]
         self._install(
             blobs,
@@ -499,7 +517,8 @@ class History:
             origins,
             entries=entries,
         )
-        self._transcript = list(transcript)
+        held = set(origins)
+        self._transcript = [b if seq in held else pack(b) for seq, b in enumerate(transcript)]
         self._compressed_upto = len(self._transcript) if -1 in origins else 0
         self._changed_from = None
 
@@ -534,9 +553,15 @@ class History:
         ):
             del values[snap.length :]
         del snap.transcript[snap.transcript_length :]
+        transcript = snap.transcript
+        for i, seq in enumerate(view.origins):  # packed since: the view holds them again
+            if seq >= 0 and transcript[seq] is not view.raw[i]:
+                held = transcript[seq]
+                if held[:1] != view.raw[i][:1] and unpack(held) == view.raw[i]:
+                    transcript[seq] = view.raw[i]
         self._view = view
         self._layout += 1
-        self._transcript = snap.transcript
+        self._transcript = transcript
         (
             self._curated_len,
             self._total,

@@ -18,7 +18,7 @@ Pure bookkeeping: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -26,7 +26,8 @@ from .content import IContent
 from .stored import Blob
 
 KeyedEntry = tuple[int, Blob]
-"""An entry's key and its stored JSON (``stored.py``): a reader parses what it needs."""
+"""An entry's key and its stored JSON (``stored.py``): a reader parses what it needs
+(``stored.parse``: an entry that left the view may be packed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +63,18 @@ class Journal:
         ):
             self._entries -= _size(self._changes.pop(0))
             self._base += 1
+
+    def swap(self, blobs: Mapping[int, Blob]) -> None:
+        """Hold, in place of each kept entry whose ``id`` is a key of ``blobs``, the blob it
+        maps to: the same entry packed (``History._pack_left``), so that the journal does not
+        keep alive, for a reader that may never come, the JSON the history let go of."""
+        if not blobs:
+            return
+
+        def swapped(entries: tuple[KeyedEntry, ...]) -> tuple[KeyedEntry, ...]:
+            return tuple((key, blobs.get(id(blob), blob)) for key, blob in entries)
+
+        self._changes = [Change(swapped(c.removed), swapped(c.added)) for c in self._changes]
 
     def reset(self) -> None:
         """The history was replaced wholesale: no reader can catch up by changes."""

@@ -13,13 +13,68 @@ reads, once.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator, Sequence
 from typing import overload
 
 from .content import IContent, entry_from_json
 
 Blob = bytes
-"""One entry as ``content.entry_json`` writes it."""
+"""One entry as ``content.entry_json`` writes it, or ``pack``ed."""
+
+PACK_MIN = 512
+"""An entry's JSON this long or longer is packed once it has left the working view (a
+shorter one gains little from zlib)."""
+_PACKED = b"x"
+"""How a packed blob starts (a zlib stream's first byte); an entry's JSON starts with ``{``."""
+
+
+def pack(blob: Blob) -> Blob:
+    """A transcript entry the working view no longer holds as it was appended (an edit
+    replaced or dropped it, a summary took its place): kept compressed, since only a look
+    back reads it again (``history/retrieve``, a fork, a restart's comparison, the exported
+    transcript). The pruned originals are about half a long session's JSON, and pack to
+    about 0.44 of it."""
+    if len(blob) < PACK_MIN or blob[:1] == _PACKED:
+        return blob
+    return zlib.compress(blob, 1)
+
+
+def unpack(blob: Blob) -> Blob:
+    """The entry's JSON, whether it was packed or not."""
+    return zlib.decompress(blob) if blob[:1] == _PACKED else blob
+
+
+def parse(blob: Blob) -> IContent:
+    """The entry, whether it was packed or not."""
+    return entry_from_json(unpack(blob))
+
+
+class Unpacked(Sequence[Blob]):
+    """A list of blobs, some packed, read as their JSON (what a reader of the transcript
+    gets: a packed entry is unpacked as it is read, any other is the very object held)."""
+
+    __slots__ = ("_blobs",)
+
+    def __init__(self, blobs: Sequence[Blob]) -> None:
+        self._blobs = blobs
+
+    def __len__(self) -> int:
+        return len(self._blobs)
+
+    @overload
+    def __getitem__(self, index: int) -> Blob: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Blob]: ...
+
+    def __getitem__(self, index: int | slice) -> Blob | Sequence[Blob]:
+        if isinstance(index, slice):
+            return [unpack(b) for b in self._blobs[index]]
+        return unpack(self._blobs[index])
+
+    def __iter__(self) -> Iterator[Blob]:
+        return map(unpack, self._blobs)
 
 
 class Entries(Sequence[IContent]):
@@ -51,10 +106,10 @@ class Entries(Sequence[IContent]):
     def __getitem__(self, index: int | slice) -> IContent | Entries:
         if isinstance(index, slice):
             return Entries(self._blobs[index])
-        return entry_from_json(self._blobs[index])
+        return parse(self._blobs[index])
 
     def __iter__(self) -> Iterator[IContent]:
-        return map(entry_from_json, self._blobs)
+        return map(parse, self._blobs)
 
     def __eq__(self, other: object) -> bool:
         """Equal to another view or a list of the same entries (as IContent compares)."""

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..content import IContent, entry_from_json
+from ..content import IContent
 from ..journal import KeyedHistory
+from ..stored import parse
 from .edits import Edit, Position, result_of
 from .file_rules import ledger_of
 from .inclusions import FileDedupPass
@@ -128,9 +129,9 @@ class DensityEngine:
         else:
             for change in changes:
                 for key, blob in change.removed:
-                    self._remove(key, entry_from_json(blob))
+                    self._remove(key, parse(blob))  # (packed when it left: stored.pack)
                 for key, blob in change.added:
-                    self._add(key, entry_from_json(blob))
+                    self._add(key, parse(blob))
         self._journal = journal
         self._revision = journal.revision
 
