@@ -29,7 +29,9 @@ What it reports, each side by side with a direct call to the same upstream:
 * **the daemon's memory per session against its JSON**: ``hdcontext serve`` taking sessions in
   (``history/append`` of the whole conversation, then a compaction), RSS above a warm idle
   daemon over the sessions' IContent JSON (at 1×, ten sessions, so that RSS's granularity does
-  not swamp one small session). What a connection keeps to skip a resent sync's bytes
+  not swamp one small session), once the daemon is idle (it packs what a compaction let go of
+  ``PACK_AFTER_S`` after it: what a person sees between two turns), and right after the last
+  compaction's answer. What a connection keeps to skip a resent sync's bytes
   (``lsp/resent.py``) is the connection's, not the session's, and is left out this way.
 """
 
@@ -51,6 +53,7 @@ import aiohttp
 from aiohttp import web
 
 from hdcontext.core.content import IContent, dump_entries
+from hdcontext.edges.daemon.daemon import PACK_AFTER_S
 from hdcontext.formats.conversation import Conversation
 from hdcontext.formats.exporters import anthropic as exporter
 
@@ -525,6 +528,8 @@ def daemon_memory(t: Transcript) -> dict[str, Any]:
                         )
                         client.request("history/append", {"sessionId": session, "entries": entries})
                         client.request("history/compact", {"sessionId": session})
+                    at_once = rss_bytes(client.pid)
+                    time.sleep(PACK_AFTER_S + 0.5)  # the daemon idle, its packing done
                     loaded = rss_bytes(client.pid)
                 finally:
                     client.close()
@@ -534,6 +539,7 @@ def daemon_memory(t: Transcript) -> dict[str, Any]:
             "rss_idle_bytes": idle,
             "rss_loaded_bytes": loaded,
             "rss_over_json": round((loaded - idle) / json_bytes, 2),
+            "rss_over_json_at_once": round((at_once - idle) / json_bytes, 2),
         }
     return out
 
@@ -643,10 +649,10 @@ def table(report: dict[str, Any]) -> str:
         f"conversation ({held['body_mb_at_end']} MB at the end) {marks}; after "
         f"{held['conversations']} more conversations "
         f"{_mib(held['rss_after_conversations_bytes'])}",
-        "daemon RSS per session over its JSON: "
+        "daemon RSS per session over its JSON, idle (right after the last answer): "
         + "; ".join(
-            f"{k} {v['rss_over_json']}× ({v['sessions']} session(s) of "
-            f"{v['json_bytes'] / v['sessions'] / 1e6:.2f} MB JSON)"
+            f"{k} {v['rss_over_json']}× ({v['rss_over_json_at_once']}×; {v['sessions']} "
+            f"session(s) of {v['json_bytes'] / v['sessions'] / 1e6:.2f} MB JSON)"
             for k, v in daemon.items()
         ),
     ]

@@ -1,7 +1,8 @@
 """Transcript entries the working view let go of are kept packed (``stored.pack``): about half
-a long session's JSON, which only a look back reads again. Every reader of the transcript gets
-the entry's JSON as it was appended, whoever reads it: ``transcript_json``, ``transcript``, a
-retrieve, a fork, the store, a rollback, a restart."""
+a long session's JSON, which only a look back reads again. Packed apart from the compaction
+that let them go (``pack_left``: the daemon does it once the session is idle). Every reader of
+the transcript gets the entry's JSON as it was appended, whoever reads it: ``transcript_json``,
+``transcript``, a retrieve, a fork, the store, a rollback, a restart."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ OLD = "".join(f"{i:4}\told line {i} of a.py\n" for i in range(200))
 SETTINGS = {"compression.density.schedule": "every-turn"}
 
 
-def _pruned() -> tuple[Session, list[bytes]]:
+def _pruned(pack: bool = True) -> tuple[Session, list[bytes]]:
     """A session whose first read of a.py a later write made stale, compacted: the read's
     response left the view. Also: every entry's JSON as appended."""
     s = Session("s", workspace_root=lambda: "/w", clock=lambda: 0, settings=lambda: SETTINGS)
@@ -33,7 +34,11 @@ def _pruned() -> tuple[Session, list[bytes]]:
     ]
     s.append(appended)
     asyncio.run(s.compact(at=1_000))
-    return s, [entry_json(e) for e in s.history.transcript]
+    before = [entry_json(e) for e in s.history.transcript]
+    assert not any(b[:1] == b"x" for b in _held(s))  # not while the compaction answers
+    if pack:
+        assert s.pack_left() > 0 and s.pack_left() == 0
+    return s, before
 
 
 def _held(s: Session) -> list[bytes]:
@@ -73,12 +78,12 @@ def test_a_rollback_gives_the_view_its_entries_back_whole() -> None:
     s.append([tool_result("w1", "Write", "File written", ts=21)])
     snap = s.snapshot()
     asyncio.run(s.compact(at=1_000))
-    assert _held(s)[2][:1] == b"x"
-    s.restore(snap)
+    s.restore(snap)  # (the daemon packs only once a change is committed)
+    assert s.pack_left() == 0
     held = _held(s)
-    assert held[2] is s.history.raw_json[2]  # the view's own object again, not packed
+    assert held[2] is s.history.raw_json[2]  # the view's own object, not packed
     asyncio.run(s.compact(at=2_000))  # and it can leave the view again
-    assert _held(s)[2][:1] == b"x"
+    assert s.pack_left() > 0 and _held(s)[2][:1] == b"x"
 
 
 def test_a_restored_history_packs_what_its_view_does_not_hold() -> None:
@@ -90,8 +95,18 @@ def test_a_restored_history_packs_what_its_view_does_not_hold() -> None:
     # The store hands back a view entry stored by reference as the transcript's own object.
     raw = [next((t for t in transcript if t == r), r) for r in raw]
     again.history.restore(raw, list(h.tokens), transcript, list(h.keys))
+    assert again.pack_left() > 0
     assert [seq for seq, blob in enumerate(_held(again)) if blob[:1] == b"x"] == [2]
     assert list(again.history.transcript_json) == before
+
+
+def test_a_fork_back_into_what_left_brings_it_back_whole() -> None:
+    s, before = _pruned()
+    s.history.reinstate(range(len(before)))
+    assert list(s.history.raw_json) == before
+    s, before = _pruned(pack=False)  # back before it was packed: it is not packed then
+    s.history.reinstate(range(len(before)))
+    assert s.pack_left() == 0 and _held(s)[2] is s.history.raw_json[2]
 
 
 def test_pack_leaves_short_and_packed_entries_as_they_are() -> None:

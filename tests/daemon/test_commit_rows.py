@@ -161,12 +161,12 @@ async def test_a_schema_1_database_goes_on_where_it_was(tmp_path: Path) -> None:
     db.close()
 
 
-async def test_an_entry_pruned_in_the_commit_that_appends_it_is_stored_as_its_json(
+async def test_entries_packed_after_their_commit_are_stored_and_read_back_as_json(
     tmp_path: Path,
 ) -> None:
-    """The proxy appends and compacts in one commit: a read that goes in that compaction is
-    packed in memory (``stored.pack``) before the store writes its transcript row, which must
-    hold the entry's JSON all the same; a restart reads it back as it was appended."""
+    """What a compaction let go of is packed in memory after its commit (``pack_left``, as
+    the daemon does once the session is idle); the store holds every entry's JSON all the
+    same, and a restart reads each back as it was appended."""
     store = Store(tmp_path / "storage")
     await store.open()
     reg = registry(store)
@@ -175,8 +175,9 @@ async def test_an_entry_pruned_in_the_commit_that_appends_it_is_stored_as_its_js
     appended = entries(
         read_pair("r0", "/w/a.py", long), text("ai", "ok"), write_pair("w1", "/w/a.py", "new")
     )
-
     await reg.commit(session, lambda: session.append(appended) or session.compact())
+    assert session.pack_left() > 0
+    await reg.commit(session, lambda: session.append(entries(text("human", "more"))))
     assert session.history._transcript[1][:1] == b"x"  # packed in memory
     transcript = [json.loads(b) for b in session.history.transcript_json]
     await store.close()
@@ -188,4 +189,5 @@ async def test_an_entry_pruned_in_the_commit_that_appends_it_is_stored_as_its_js
     await again.open()
     restored = await registry(again).get("s")
     assert [json.loads(b) for b in restored.history.transcript_json] == transcript
+    assert restored.pack_left() > 0  # what its view does not hold
     await again.close()

@@ -33,7 +33,7 @@ from itertools import compress, pairwise
 from .content import IContent, entry_from_json, entry_json, is_empty_ai
 from .density.types import DensityResult
 from .journal import Change, Journal
-from .stored import Blob, Entries, Unpacked, pack, unpack
+from .stored import PACK_MIN, Blob, Entries, Unpacked, pack, unpack
 from .tokens import count_entry
 
 
@@ -116,6 +116,7 @@ class HistorySnapshot:
     transcript: list[Blob]
     transcript_length: int
     totals: tuple[int, int, int, int | None, int]
+    leaving_length: int
 
 
 class History:
@@ -131,6 +132,8 @@ class History:
         self._token_sums = _RunningSums()  # of curated tokens (tokens_between)
         self._block_sums = _RunningSums()  # of curated blocks (blocks_between)
         self._transcript: list[Blob] = []
+        self._leaving: list[int] = []
+        """Transcript entries that left the working view, to pack (``pack_left``)."""
         self.journal = Journal()
 
     # -- views ---------------------------------------------------------------------------
@@ -320,9 +323,9 @@ class History:
         touched = sorted({*replaced, *removals})
         if not touched:
             return
-        left = self._pack_left(old, touched)
+        self._leave(old, touched)
         change = Change(
-            removed=tuple((old.keys[i], left.get(i, old.raw[i])) for i in touched),
+            removed=tuple((old.keys[i], old.raw[i]) for i in touched),
             added=tuple((old.keys[i], replaced[i][0]) for i in sorted(replaced)),
         )
         self._view = _View(raw, counts, keys, shown, stamps, curated, origins, blocks)
@@ -332,17 +335,31 @@ class History:
         self._touched(touched[0])
         self.journal.record(change)
 
-    def _pack_left(self, view: _View, indices: Sequence[int]) -> dict[int, Blob]:
-        """Pack the transcript's entries that ``view`` held as they were appended at
-        ``indices`` and that leave it now (``stored.pack``); by index, what each became."""
-        transcript, origins, raw = self._transcript, view.origins, view.raw
-        packed: dict[int, Blob] = {}
+    def _leave(self, view: _View, indices: Sequence[int]) -> None:
+        """Note the transcript's entries that ``view`` held as they were appended at
+        ``indices`` and that leave it now, for ``pack_left``."""
+        transcript, origins, raw, leaving = self._transcript, view.origins, view.raw, self._leaving
         for i in indices:
             seq = origins[i]
-            if seq >= 0 and transcript[seq] is raw[i]:
-                packed[i] = transcript[seq] = pack(raw[i])
-        self.journal.swap({id(raw[i]): blob for i, blob in packed.items()})
-        return packed
+            if seq >= 0 and transcript[seq] is raw[i] and len(raw[i]) >= PACK_MIN:
+                leaving.append(seq)
+
+    def pack_left(self) -> int:
+        """Pack the transcript's entries that left the working view since the last time
+        (``stored.pack``), in the transcript and in the journal: the bytes it saved. Apart
+        from the change that let them go, so that the caller can do it after answering (a
+        zlib pass, some milliseconds for a large first compaction); nothing any reader sees
+        changes."""
+        transcript, swapped, saved = self._transcript, {}, 0
+        for seq in self._leaving:
+            blob = transcript[seq]
+            packed = pack(blob)
+            if packed is not blob:
+                swapped[id(blob)] = transcript[seq] = packed
+                saved += len(blob) - len(packed)
+        self._leaving = []
+        self.journal.swap(swapped)
+        return saved
 
     def replace_all(
         self, entries: Sequence[IContent], parsed: Sequence[IContent] | None = None
@@ -379,7 +396,7 @@ class History:
         shown = [not is_empty_ai(e) for e in new]
         stamps = [e.timestamp for e in new]
         self._install(blobs, counts, shown, stamps, origins=origins, entries=new)
-        self._pack_left(old, [i for i in range(len(old.raw)) if i not in kept])
+        self._leave(old, [i for i in range(len(old.raw)) if i not in kept])
         if -1 in origins:
             self._compressed_upto = len(self._transcript)
         self._touched(same)
@@ -420,6 +437,8 @@ class History:
     def reinstate(self, seqs: Sequence[int]) -> None:
         """Make the working view the transcript's entries ``seqs``, as they were appended
         (a fork into history that a compression summarized: start again from the source)."""
+        back = set(seqs)
+        self._leaving = [s for s in self._leaving if s not in back]
         blobs = [unpack(self._transcript[s]) for s in seqs]
         entries = [entry_from_json(b) for b in blobs]
         self._install(
@@ -449,6 +468,8 @@ class History:
 
     def clear(self) -> None:
         """Empty the working view. The transcript keeps everything: nothing is ever lost."""
+        old = self._view
+        self._leave(old, range(len(old.raw)))
         self._install([], [], [], [], origins=[], entries=[])
         self._compressed_upto = 0
         self._touched(0)
@@ -517,8 +538,13 @@ class History:
             origins,
             entries=entries,
         )
+        self._transcript = list(transcript)
         held = set(origins)
-        self._transcript = [b if seq in held else pack(b) for seq, b in enumerate(transcript)]
+        self._leaving = [
+            seq
+            for seq, b in enumerate(self._transcript)
+            if seq not in held and len(b) >= PACK_MIN and b[:1] != b"x"
+        ]
         self._compressed_upto = len(self._transcript) if -1 in origins else 0
         self._changed_from = None
 
@@ -536,6 +562,7 @@ class History:
                 self._changed_from,
                 self._compressed_upto,
             ),
+            len(self._leaving),
         )
 
     def restore_snapshot(self, snap: HistorySnapshot) -> None:
@@ -553,15 +580,10 @@ class History:
         ):
             del values[snap.length :]
         del snap.transcript[snap.transcript_length :]
-        transcript = snap.transcript
-        for i, seq in enumerate(view.origins):  # packed since: the view holds them again
-            if seq >= 0 and transcript[seq] is not view.raw[i]:
-                held = transcript[seq]
-                if held[:1] != view.raw[i][:1] and unpack(held) == view.raw[i]:
-                    transcript[seq] = view.raw[i]
+        del self._leaving[snap.leaving_length :]  # (nothing is packed while a change runs)
         self._view = view
         self._layout += 1
-        self._transcript = transcript
+        self._transcript = snap.transcript
         (
             self._curated_len,
             self._total,

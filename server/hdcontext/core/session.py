@@ -405,6 +405,13 @@ class Session:
         self.version += 1
         return check
 
+    def pack_left(self) -> int:
+        """Pack the transcript's entries the working view let go of since the last time
+        (``History.pack_left``): the daemon does it once the session is idle after a
+        compaction, off the answer's path: the bytes it saved. Changes nothing any reader
+        sees; not a change to save (the store holds each entry's JSON)."""
+        return self.history.pack_left()
+
     def call_refused(self, at: int | None = None) -> bool:
         """The last call never reached the model: the provider answered it with an error
         (an overload, a rate limit, a refusal), or could not be reached. Nothing of it was

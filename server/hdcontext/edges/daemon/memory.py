@@ -26,6 +26,9 @@ MMAP_THRESHOLD = 128 * 1024
 
 LARGE_APPEND = 256
 """An append of at least this many entries is followed by a trim."""
+PACKED_RELEASE = 512 * 1024
+"""So is packing, once it has saved this much since the last trim (a trim gives back what
+the proxy keeps for its next request too: not after every turn's few kilobytes)."""
 
 
 def _glibc() -> ctypes.CDLL | None:

@@ -94,6 +94,10 @@ class Registry:
     def loaded(self) -> list[Session]:
         return list(self._sessions.values())
 
+    def loaded_session(self, session_id: str) -> Session | None:
+        """The session if it is loaded (never loads it)."""
+        return self._sessions.get(session_id)
+
     def loaded_ids(self) -> frozenset[str]:
         return frozenset(self._sessions)
 
