@@ -5,6 +5,7 @@ over real HTTP."""
 
 from __future__ import annotations
 
+import contextlib
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -77,6 +78,23 @@ async def start(
     )
     await proxy.start("127.0.0.1", 0)
     return Running(proxy, daemon, fake, fake_url, storage), [runner]
+
+
+@contextlib.asynccontextmanager
+async def proxy_in_front_of(url: str, storage: Path) -> AsyncIterator[tuple[Proxy, Daemon]]:
+    """A daemon on ``storage`` and its proxy for an upstream at ``url`` that ``start``'s fake
+    does not stand for (one that breaks off, one nothing listens on), stopped after."""
+    prepare_folder(storage)
+    daemon = Daemon(_NoEditor(), storage, IdeSettings())
+    await daemon.start()
+    proxy = Proxy(daemon, anthropic=url, openai=url + "/v1")
+    await proxy.start("127.0.0.1", 0)
+    try:
+        yield proxy, daemon
+    finally:
+        await proxy.stop()
+        await daemon.shutdown()
+        await daemon.store.close()
 
 
 async def stop(running: Running, runners: list[web.AppRunner]) -> None:

@@ -19,14 +19,11 @@ import anthropic
 import openai
 import pytest
 
-from hdcontext.edges.daemon.daemon import Daemon
-from hdcontext.edges.daemon.ide_settings import IdeSettings
 from hdcontext.edges.proxy import compactor
-from hdcontext.edges.proxy.run import Proxy, _NoEditor
-from hdcontext.edges.storage.store import prepare_folder
+from hdcontext.edges.proxy.run import Proxy
 
 from .cli_proxy import proxy_process
-from .conftest import start, stop
+from .conftest import proxy_in_front_of, start, stop
 from .raw_upstream import Cut, RawUpstream
 from .test_proxy_http import ANTHROPIC_HEADERS, BEARER, KEY, SECRET_TEXT, anthropic_body
 
@@ -47,18 +44,10 @@ async def broken(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterato
     cut: Cut = request.param
     raw = RawUpstream(cut)
     url = await raw.start()
-    storage = tmp_path / "storage"
-    prepare_folder(storage)
-    daemon = Daemon(_NoEditor(), storage, IdeSettings())
-    await daemon.start()
-    proxy = Proxy(daemon, anthropic=url, openai=url + "/v1")
-    await proxy.start("127.0.0.1", 0)
     try:
-        yield Broken(raw, url, proxy)
+        async with proxy_in_front_of(url, tmp_path / "storage") as (proxy, _):
+            yield Broken(raw, url, proxy)
     finally:
-        await proxy.stop()
-        await daemon.shutdown()
-        await daemon.store.close()
         await raw.stop()
 
 

@@ -12,12 +12,9 @@ from pathlib import Path
 import anthropic
 import pytest
 
-from hdcontext.edges.daemon.daemon import Daemon
-from hdcontext.edges.daemon.ide_settings import IdeSettings
-from hdcontext.edges.proxy.run import Proxy, _NoEditor
-from hdcontext.edges.storage.store import DB_NAME, prepare_folder
+from hdcontext.edges.storage.store import DB_NAME
 
-from .conftest import start, stop
+from .conftest import proxy_in_front_of, start, stop
 
 REFUSAL = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
 
@@ -63,12 +60,7 @@ async def test_a_call_that_could_not_reach_the_upstream_is_taken_back(tmp_path: 
         probe.bind(("127.0.0.1", 0))
         nowhere = f"http://127.0.0.1:{probe.getsockname()[1]}"
     storage = tmp_path / "storage"
-    prepare_folder(storage)
-    daemon = Daemon(_NoEditor(), storage, IdeSettings())
-    await daemon.start()
-    proxy = Proxy(daemon, anthropic=nowhere, openai=nowhere + "/v1")
-    await proxy.start("127.0.0.1", 0)
-    try:
+    async with proxy_in_front_of(nowhere, storage) as (proxy, daemon):
         claude = anthropic.AsyncAnthropic(api_key="k", base_url=proxy.url, max_retries=0)
         with pytest.raises(anthropic.APIStatusError) as raised:
             await claude.messages.create(
@@ -80,8 +72,4 @@ async def test_a_call_that_could_not_reach_the_upstream_is_taken_back(tmp_path: 
         assert raised.value.status_code == 502
         (session,) = (await daemon.list({}))["sessions"]
         assert session["entryCount"] == 1  # the conversation is kept; only the call goes
-    finally:
-        await proxy.stop()
-        await daemon.shutdown()
-        await daemon.store.close()
     assert _rows(storage) == []
