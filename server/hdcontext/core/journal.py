@@ -66,7 +66,7 @@ class Journal:
 
     def swap(self, blobs: Mapping[int, Blob]) -> None:
         """Hold, in place of each kept entry whose ``id`` is a key of ``blobs``, the blob it
-        maps to: the same entry packed (``History._pack_left``), so that the journal does not
+        maps to: the same entry packed (``History.pack_left``), so that the journal does not
         keep alive, for a reader that may never come, the JSON the history let go of."""
         if not blobs:
             return
