@@ -541,9 +541,7 @@ class History:
         self._transcript = list(transcript)
         held = set(origins)
         self._leaving = [
-            seq
-            for seq, b in enumerate(self._transcript)
-            if seq not in held and len(b) >= PACK_MIN and b[:1] != b"x"
+            seq for seq, b in enumerate(self._transcript) if seq not in held and len(b) >= PACK_MIN
         ]
         self._compressed_upto = len(self._transcript) if -1 in origins else 0
         self._changed_from = None

@@ -82,7 +82,8 @@ class Entries(Sequence[IContent]):
 
     Reading one entry costs its parse (microseconds); iterating costs the whole history's,
     so code that reads every entry more than once takes ``list(entries)`` first.
-    ``json()`` is the JSON array of the entries, made without parsing any of them.
+    ``json()`` is the JSON array of the entries, made without parsing any of them. Its
+    blobs are JSON: a transcript, which holds some packed, is read through ``Unpacked``.
     """
 
     __slots__ = ("_blobs",)
@@ -106,10 +107,10 @@ class Entries(Sequence[IContent]):
     def __getitem__(self, index: int | slice) -> IContent | Entries:
         if isinstance(index, slice):
             return Entries(self._blobs[index])
-        return parse(self._blobs[index])
+        return entry_from_json(self._blobs[index])
 
     def __iter__(self) -> Iterator[IContent]:
-        return map(parse, self._blobs)
+        return map(entry_from_json, self._blobs)
 
     def __eq__(self, other: object) -> bool:
         """Equal to another view or a list of the same entries (as IContent compares)."""
