@@ -170,6 +170,9 @@ def _portable(entries: tuple[IContent, ...], fmt: str) -> list[tuple[str, list[B
                     continue  # Claude's omitted thinking: a signature and no text
                 if fmt == "gemini":
                     block = ThinkingBlock(thought=block.thought)  # Anthropic's signature stays
+            if isinstance(block, ToolCallBlock) and fmt in ("openai", "gemini"):
+                # Anthropic's caller (who invoked the call) means nothing to the others.
+                block = ToolCallBlock(id=block.id, name=block.name, parameters=block.parameters)
             if isinstance(block, ToolResponseBlock) and fmt == "openai" and block.error:
                 text = (
                     block.error if block.result in (None, "") else f"{block.result}\n{block.error}"

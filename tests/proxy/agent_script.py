@@ -62,10 +62,20 @@ def notes_workspace(tmp_path: Path) -> tuple[Path, Path, Path]:
     return workspace, notes, home
 
 
-def notes_script(workspace: Path) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
+SEARCH = {"query": "select:WebSearch,WebFetch", "max_results": 2}
+"""Claude Code's ToolSearch loading two deferred tools: its result is ``tool_reference``s."""
+
+
+def notes_script(
+    workspace: Path, api_of_today: bool = False
+) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
+    """The script; ``api_of_today``: answered as the API answers Claude Code now, each
+    ``tool_use`` with its ``caller``, and the first step loading deferred tools beside the
+    read (ToolSearch), so that every later request holds ``tool_reference`` parts."""
     notes = str(workspace / "notes.txt")
+    search = [{"type": "tool_use", "name": "ToolSearch", "input": SEARCH}] if api_of_today else []
     steps: list[list[dict[str, Any]]] = [
-        [{"type": "tool_use", "name": "Read", "input": {"file_path": notes}}],
+        [{"type": "tool_use", "name": "Read", "input": {"file_path": notes}}, *search],
         [
             {
                 "type": "tool_use",
@@ -94,6 +104,8 @@ def notes_script(workspace: Path) -> Callable[[dict[str, Any]], list[dict[str, A
         for k, block in enumerate(blocks):
             if block["type"] == "tool_use":
                 block = {**block, "id": f"toolu_step{step}_{k}"}
+                if api_of_today:
+                    block["caller"] = {"type": "direct"}
             out.append(block)
         return out
 

@@ -19,7 +19,7 @@ from hdcontext.core.content import IContent
 from hdcontext.core.validity import payload_problems
 from hdcontext.edges.proxy import assembly
 from hdcontext.edges.proxy.anthropic import AnthropicApi
-from hdcontext.edges.proxy.api import Api
+from hdcontext.edges.proxy.api import Api, Unsupported
 from hdcontext.edges.proxy.guard import allowed_hosts, refusal
 from hdcontext.edges.proxy.openai import BREAKPOINT_KEY, OpenAiApi
 from hdcontext.edges.proxy.upstream import Upstream
@@ -104,6 +104,43 @@ def test_an_anthropic_conversation_comes_back_as_it_was_sent() -> None:
     assert payload_problems("anthropic", out) == []
 
 
+def test_a_conversation_of_today_s_claude_code_is_carried_as_it_was_sent() -> None:
+    """Callers on tool calls and the ``tool_reference`` parts of a ToolSearch's result (see
+    tests/core/test_tool_loading.py): carried, back as sent; another shape is not."""
+    search = {"type": "tool_use", "id": "t0", "name": "ToolSearch", "input": {"query": "q"}}
+    loaded = [{"type": "tool_reference", "tool_name": "WebSearch"}]
+    messages = [
+        {"role": "user", "content": "look it up"},
+        {"role": "assistant", "content": [{**search, "caller": {"type": "direct"}}]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t0", "content": loaded}],
+        },
+    ]
+    body = _anthropic(messages)
+    assert _round_trip(body, [])["messages"] == messages
+    for part in (
+        {"type": "tool_reference", "tool_name": "WebSearch", "other": 1},
+        {"type": "tool_reference", "tool_name": 7},
+    ):
+        odd = [
+            *messages[:2],
+            {"role": "user", "content": [{**messages[2]["content"][0], "content": [part]}]},
+        ]
+        with pytest.raises(Unsupported, match="tool_reference"):
+            conversation(ANTHROPIC, _anthropic(odd))
+
+
+def test_a_conversation_is_named_without_the_tools_it_loads_as_it_goes() -> None:
+    """Claude Code adds a deferred tool to ``tools`` once ToolSearch loaded it: the same
+    conversation, the same session. Another tool of its own makes another conversation."""
+    tools = [{"name": "Read"}, {"name": "Placeholder", "defer_loading": True}]
+    loaded = [*tools, {"name": "WebSearch", "defer_loading": True}]
+    first = ANTHROPIC.start({"system": "s", "tools": tools}, [])
+    assert ANTHROPIC.start({"system": "s", "tools": loaded}, []) == first
+    assert ANTHROPIC.start({"system": "s", "tools": [*tools, {"name": "Bash"}]}, []) != first
+
+
 def test_breakpoints_go_on_the_last_block_that_may_carry_one() -> None:
     body = _anthropic(CONVERSATION)
     entries = conversation(ANTHROPIC, body)
@@ -185,7 +222,6 @@ def test_openai_breakpoints_only_where_the_model_caches_at_them(model: str) -> N
 
 
 def test_an_openai_request_the_conversion_would_rewrite_is_not_carried() -> None:
-    from hdcontext.edges.proxy.api import Unsupported
 
     for message in (
         {"role": "user", "content": "hi", "name": "bob"},

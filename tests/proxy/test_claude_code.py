@@ -9,6 +9,11 @@ A recorder (tap.py) between Claude Code and the proxy keeps what Claude Code sen
 The fake reports that it caches nothing, as a provider that is not caching would, so the
 daemon's schedule applies its edits at once: the first read, stale after the second, is gone
 from the last request.
+
+Run twice: as the fake answered before, and as the API answers Claude Code now (each
+``tool_use`` with its ``caller``, which Claude Code sends back, and a ToolSearch loading
+deferred tools, whose result is ``tool_reference`` parts). Before the proxy carried those two,
+every request of such a conversation went upstream as it came.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from hdcontext.core.validity import payload_problems, problems
 from hdcontext.edges.proxy.anthropic import AnthropicApi
@@ -49,9 +56,12 @@ def _own_marks(body: dict[str, Any]) -> list[Any]:
     ]
 
 
-async def test_claude_code_through_the_proxy(claude_code: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("api_of_today", [False, True], ids=["plain", "api-of-today"])
+async def test_claude_code_through_the_proxy(
+    claude_code: Path, tmp_path: Path, api_of_today: bool
+) -> None:
     workspace, notes, home = notes_workspace(tmp_path)
-    running, runners = await start(tmp_path, notes_script(workspace))
+    running, runners = await start(tmp_path, notes_script(workspace, api_of_today))
     running.fake.anthropic_usage = {"input_tokens": 3000, "output_tokens": 5}
     tap, tap_runner, tap_url = await start_tap(running.url)
     runners.append(tap_runner)
@@ -110,6 +120,33 @@ async def test_claude_code_through_the_proxy(claude_code: Path, tmp_path: Path) 
     assert "toolu_step0_0" in ids(sent[-1])
     assert "toolu_step0_0" not in ids(received[-1])
     assert len(json.dumps(received[-1])) < len(json.dumps(sent[-1]))
+
+    if api_of_today:
+        # Claude Code sent the callers back and the deferred tools' references, and the
+        # upstream got both as they were, on every call the proxy kept.
+        def kept(body: dict[str, Any], kind: str) -> list[Any]:
+            return [
+                b
+                for m in body["messages"]
+                if isinstance(m["content"], list)
+                for b in m["content"]
+                if b.get("type") == kind
+            ]
+
+        assert all("caller" in call for call in kept(sent[-1], "tool_use"))
+        for original, body in zip(sent, received, strict=True):
+            calls = {c["id"]: c for c in kept(original, "tool_use")}
+            for call in kept(body, "tool_use"):
+                assert call["caller"] == calls[call["id"]]["caller"] == {"type": "direct"}
+            loads = [
+                r for r in kept(original, "tool_result") if r["tool_use_id"] == "toolu_step0_1"
+            ]
+            assert loads == [r for r in kept(body, "tool_result") if r in loads]
+        (search,) = [
+            r for r in kept(sent[-1], "tool_result") if r["tool_use_id"] == "toolu_step0_1"
+        ]
+        assert [p["type"] for p in search["content"]] == ["tool_reference", "tool_reference"]
+        assert search in kept(received[-1], "tool_result")
 
     # Its usage reached the session, one call per request.
     (status,) = [s for s in statuses if s["usage"]["calls"]]

@@ -198,6 +198,15 @@ def is_masked(result: JsonValue) -> bool:
     return isinstance(result, str) and _MASKED.fullmatch(result) is not None
 
 
+def loads_tools(result: JsonValue) -> bool:
+    """Whether a result loads tools (a ``tool_reference`` part among its content: Claude Code's
+    ToolSearch answers so, and the provider then offers the deferred tools it names). Such a
+    result is not output to cut: without it the model loses those tools. No rule edits it."""
+    return isinstance(result, list) and any(
+        isinstance(part, dict) and part.get("type") == "tool_reference" for part in result
+    )
+
+
 def is_compact(result: JsonValue) -> bool:
     """Whether a result is already a one-liner of ours (a summary or a pointer)."""
     return isinstance(result, str) and (
@@ -216,6 +225,8 @@ def summarize_response(
     Returning the very object when nothing changes lets callers tell changed entries apart
     by identity, and makes summarizing twice the same as once.
     """
+    if loads_tools(response.result):
+        return response
     result = response.result if is_compact(response.result) else summary_line(response, call)
     error = first_line(response.error) if response.error else response.error
     if result == response.result and error == response.error:

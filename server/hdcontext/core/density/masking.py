@@ -34,7 +34,13 @@ import json
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Mapping
 
-from ..compression.tool_summary import OutputFacts, first_line, is_compact, masked_pointer
+from ..compression.tool_summary import (
+    OutputFacts,
+    first_line,
+    is_compact,
+    loads_tools,
+    masked_pointer,
+)
 from ..content import Block, IContent, ToolCallBlock, ToolResponseBlock
 from ..shell import exit_status
 from ..tools import KEY_PARAM_KEYS, key_parameter
@@ -74,7 +80,7 @@ class MaskingPass:
                 position = (key, j)
                 insort(self._responses, position)
                 insort(self._answers.setdefault(block.call_id, []), position)
-                if not is_compact(block.result):
+                if not is_compact(block.result) and not loads_tools(block.result):
                     facts = OutputFacts.of(block)
                     if (
                         facts.chars

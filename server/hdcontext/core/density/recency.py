@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 
-from ..compression.tool_summary import is_pruned, pruned_pointer, result_chars
+from ..compression.tool_summary import is_pruned, loads_tools, pruned_pointer, result_chars
 from ..content import Block, IContent, ToolResponseBlock
 from .edits import Edit, Position, Replacements, Rule, dropped_by
 from .passes import PassContext
@@ -49,7 +49,11 @@ class RecencyPass:
         for j, block in enumerate(entry.blocks):
             if isinstance(block, ToolResponseBlock):
                 insort(self._by_tool.setdefault(block.tool_name, []), (key, j))
-                if not is_pruned(block.result) and self._worth_pointing(block):
+                if (
+                    not is_pruned(block.result)
+                    and not loads_tools(block.result)
+                    and self._worth_pointing(block)
+                ):
                     self._live.setdefault(block.tool_name, set()).add((key, j))
 
     def remove(self, key: int, entry: IContent) -> None:

@@ -46,12 +46,15 @@ _BLOCK_KEYS = {
     "text": frozenset({"type", "text", "cache_control"}),
     "image": frozenset({"type", "source", "cache_control"}),
     "document": frozenset({"type", "source", "cache_control"}),
-    "tool_use": frozenset({"type", "id", "name", "input", "cache_control"}),
+    "tool_use": frozenset({"type", "id", "name", "input", "caller", "cache_control"}),
     "tool_result": frozenset({"type", "tool_use_id", "content", "is_error", "cache_control"}),
     "thinking": frozenset({"type", "thinking", "signature"}),
     "redacted_thinking": frozenset({"type", "data"}),
 }
 _RESULT_PARTS = frozenset({"text", "image"})
+_REFERENCE_KEYS = frozenset({"type", "tool_name"})
+"""A ``tool_reference`` part of a ``tool_result`` (Claude Code's ToolSearch answers with one a
+deferred tool it loads): carried as it came, and no rule edits the result that holds it."""
 _NO_BREAKPOINT = frozenset({"thinking", "redacted_thinking"})
 
 
@@ -86,9 +89,15 @@ def _check_block(block: object, where: str) -> None:
         if not isinstance(content, list):
             raise Unsupported(f"{where} (tool_result) has content of another shape")
         for k, part in enumerate(content):
+            if isinstance(part, Mapping) and part.get("type") == "tool_reference":
+                if not _REFERENCE_KEYS.issuperset(part) or not isinstance(
+                    part.get("tool_name"), str
+                ):
+                    raise Unsupported(f"{where}.content[{k}] (tool_reference) has another shape")
+                continue
             _check_block(part, f"{where}.content[{k}]")
             if part.get("type") not in _RESULT_PARTS:
-                raise Unsupported(f"{where}.content[{k}] is not text or an image")
+                raise Unsupported(f"{where}.content[{k}] is not text, an image or a tool reference")
 
 
 def _no_citations(block: Mapping[str, Any], allowed: frozenset[str]) -> bool:
@@ -173,10 +182,17 @@ class AnthropicApi:
         return from_messages(messages)
 
     def start(self, body: Mapping[str, Any], head: Sequence[Any]) -> object:
+        """What names the conversation besides its first message: the system text and the
+        tools' names, less the deferred ones (``defer_loading``): Claude Code adds those to
+        ``tools`` as the model loads them (ToolSearch), and the conversation goes on."""
         system = body.get("system")
         tools = body.get("tools")
         names = (
-            [t.get("name") for t in tools if isinstance(t, Mapping)]
+            [
+                t.get("name")
+                for t in tools
+                if isinstance(t, Mapping) and t.get("defer_loading") is not True
+            ]
             if isinstance(tools, list)
             else []
         )

@@ -30,7 +30,9 @@ from ...core.content import (
 from ..conversation import Conversation, Exported, entry_role
 from .common import Losses, extra, fenced, json_text, response_text
 
-_RESULT_BLOCKS = frozenset({"text", "image", "document", "search_result"})
+_RESULT_BLOCKS = frozenset({"text", "image", "document", "search_result", "tool_reference"})
+"""Parts a ``tool_result``'s content list may hold, written back as they came (a
+``tool_reference`` loads a deferred tool's definition: Claude Code's ToolSearch answers so)."""
 
 
 def export(conversation: Conversation) -> Exported:
@@ -83,14 +85,12 @@ def _assistant(entry: IContent, losses: Losses) -> list[dict[str, Any]]:
             else:
                 losses.drop("unsigned thinking")
         elif isinstance(block, ToolCallBlock):
-            out.append(
-                {
-                    "type": "tool_use",
-                    "id": block.id,
-                    "name": block.name,
-                    "input": _input(block, losses),
-                }
-            )
+            call: dict[str, Any] = {"type": "tool_use", "id": block.id, "name": block.name}
+            call["input"] = _input(block, losses)
+            caller = extra(block, "caller")
+            if caller is not None:  # as the API answered it (programmatic tool calling)
+                call["caller"] = caller
+            out.append(call)
         else:
             losses.drop(f"{block.type} in ai")
     return out

@@ -8,9 +8,12 @@ except that its ``tool_result`` blocks become a ``tool`` entry of their own, pla
 
 What maps: ``text``; ``thinking`` (its ``signature`` kept as an extra, Anthropic needs it back)
 and ``redacted_thinking`` (a thinking block with the opaque ``redactedData``); ``tool_use`` and
-``tool_result`` (``is_error`` becomes ``error``); ``image`` and ``document`` with a base64 or url
-source (a document keeps ``anthropicType: "document"``). Server tools, citations and
-``cache_control`` are request mechanics, not conversation: they are left out.
+``tool_result`` (``is_error`` becomes ``error``; content of other parts than text, such as the
+``tool_reference`` parts that load a deferred tool's definition, stays the list of parts);
+``image`` and ``document`` with a base64 or url source (a document keeps
+``anthropicType: "document"``). A ``tool_use``'s ``caller`` (who invoked it: the model, or code
+it ran; the API returns it and Claude Code sends it back) is kept as an extra. Server tools,
+citations and ``cache_control`` are request mechanics, not conversation: they are left out.
 """
 
 from __future__ import annotations
@@ -94,7 +97,8 @@ def assistant_blocks(raw_blocks: list[Any], names: dict[str, str]) -> list[Block
         elif kind == "tool_use":
             call_id, name = str(raw.get("id")), str(raw.get("name"))
             names[call_id] = name
-            blocks.append(ToolCallBlock(id=call_id, name=name, parameters=raw.get("input")))
+            fields = {"id": call_id, "name": name, "parameters": raw.get("input")}
+            blocks.append(make(ToolCallBlock, fields, caller=raw.get("caller")))
         elif kind in ("image", "document"):
             media = media_block(raw)
             if media is not None:
