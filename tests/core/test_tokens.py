@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import subprocess
@@ -10,13 +11,15 @@ import sys
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from hdcontext.core.content import parse_entries
+from hdcontext.core.content import IContent, parse_entries
 from hdcontext.core.tokens import (
     BLOCK_OVERHEAD,
     CHUNK_CHARS,
     ENCODING_NAME,
     ENTRY_OVERHEAD,
     MEDIA_TOKENS,
+    PDF_PAGE_TOKENS,
+    block_text,
     chunk_bounds,
     count_chunked,
     count_entry,
@@ -69,6 +72,46 @@ def test_entry_count_is_overhead_plus_blocks() -> None:
         + MEDIA_TOKENS
     )
     assert count_entry(entry) == expected
+
+
+def _pdf(pages: int) -> bytes:
+    """A small PDF of ``pages`` pages (its page tree named, as every PDF's is)."""
+    kids = " ".join(f"{3 + k} 0 R" for k in range(pages))
+    objects = [
+        "1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj",
+        f"2 0 obj << /Type /Pages /Kids [{kids}] /Count {pages} >> endobj",
+        *(f"{3 + k} 0 obj << /Type /Page /Parent 2 0 R >> endobj" for k in range(pages)),
+    ]
+    return ("%PDF-1.4\n" + "\n".join(objects) + "\n%%EOF\n").encode()
+
+
+def _result(parts: list[dict[str, object]]) -> IContent:
+    block = {"type": "tool_response", "callId": "c", "toolName": "Read", "result": parts}
+    (entry,) = parse_entries([{"speaker": "tool", "blocks": [block]}])
+    return entry
+
+
+def test_media_in_a_tool_s_result_counts_as_media_not_as_its_base64() -> None:
+    """Claude Code's Read of a screenshot or a PDF: what the provider bills, about, not the
+    length of the base64 (which would push the conversation into compression)."""
+    note = {"type": "text", "text": "PDF file read: doc.pdf"}
+    shot = base64.b64encode(bytes(range(256)) * 800).decode()  # 200 KB of image
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": shot}}
+    bare = count_entry(_result([note]))
+    assert count_entry(_result([note, image])) == bare + MEDIA_TOKENS
+    for pages in (1, 3):
+        data = base64.b64encode(_pdf(pages)).decode()
+        pdf = {
+            "type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": data},
+        }
+        assert count_entry(_result([note, pdf])) == bare + pages * PDF_PAGE_TOKENS
+    linked = {"type": "document", "source": {"type": "url", "url": "https://example.com/a.pdf"}}
+    assert count_entry(_result([note, linked])) == bare + PDF_PAGE_TOKENS
+    assert shot not in block_text(_result([note, image]).blocks[0])  # a summarizer reads none
+    # Parts that only look like media are counted as their text.
+    odd = {"type": "image", "source": "not a source", "pad": "x" * 4000}
+    assert count_entry(_result([note, odd])) > bare + 500
 
 
 def test_tool_response_counts_result_and_error() -> None:

@@ -50,9 +50,11 @@ def tool_names(body: dict[str, Any]) -> set[str]:
 
 def notes_workspace(tmp_path: Path) -> tuple[Path, Path, Path]:
     """What the script works on: a workspace holding ``notes.txt`` (its first line ``alpha``,
-    then 300 more), the file, and an empty home for the agent; as (workspace, notes, home)."""
+    then 300 more) and ``spec.pdf`` (two pages), the notes, and an empty home for the agent;
+    as (workspace, notes, home)."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
+    (workspace / "spec.pdf").write_bytes(PDF)
     notes = workspace / "notes.txt"
     notes.write_text(
         "alpha\n" + "".join(f"line {i}: words about the project\n" for i in range(300))
@@ -64,16 +66,34 @@ def notes_workspace(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 SEARCH = {"query": "select:WebSearch,WebFetch", "max_results": 2}
 """Claude Code's ToolSearch loading two deferred tools: its result is ``tool_reference``s."""
+PDF = (
+    b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n"
+    b"2 0 obj << /Type /Pages /Kids [3 0 R 4 0 R] /Count 2 >> endobj\n"
+    b"3 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 100 100] >> endobj\n"
+    b"4 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 100 100] >> endobj\n"
+    b"trailer << /Root 1 0 R >>\n%%EOF\n"
+)
+"""A PDF of two blank pages: Claude Code's Read answers it with a ``document`` part."""
 
 
 def notes_script(
     workspace: Path, api_of_today: bool = False
 ) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
     """The script; ``api_of_today``: answered as the API answers Claude Code now, each
-    ``tool_use`` with its ``caller``, and the first step loading deferred tools beside the
-    read (ToolSearch), so that every later request holds ``tool_reference`` parts."""
+    ``tool_use`` with its ``caller``, and the first step loading deferred tools (ToolSearch)
+    and reading a PDF beside the notes, so that every later request holds ``tool_reference``
+    and ``document`` parts."""
     notes = str(workspace / "notes.txt")
-    search = [{"type": "tool_use", "name": "ToolSearch", "input": SEARCH}] if api_of_today else []
+    search: list[dict[str, Any]] = []
+    if api_of_today:
+        search = [
+            {"type": "tool_use", "name": "ToolSearch", "input": SEARCH},
+            {
+                "type": "tool_use",
+                "name": "Read",
+                "input": {"file_path": str(workspace / "spec.pdf")},
+            },
+        ]
     steps: list[list[dict[str, Any]]] = [
         [{"type": "tool_use", "name": "Read", "input": {"file_path": notes}}, *search],
         [

@@ -147,6 +147,10 @@ async def test_claude_code_through_the_proxy(
         ]
         assert [p["type"] for p in search["content"]] == ["tool_reference", "tool_reference"]
         assert search in kept(received[-1], "tool_result")
+        # Claude Code read the PDF as its text and a document part, and the conversation
+        # holding it was still carried (the stale read above is gone).
+        (pdf,) = [r for r in kept(sent[-1], "tool_result") if r["tool_use_id"] == "toolu_step0_2"]
+        assert [p["type"] for p in pdf["content"]] == ["text", "document"]
 
     # Its usage reached the session, one call per request.
     (status,) = [s for s in statuses if s["usage"]["calls"]]

@@ -11,6 +11,12 @@ flat ``MEDIA_TOKENS`` (providers bill images by size, not by the length of their
 each entry adds ``ENTRY_OVERHEAD`` for the role framing. Counting is pure, so the history can
 count each entry once and keep the number.
 
+Media in a tool's result (Claude Code's Read of a screenshot answers with an image part, of a
+PDF with a document part) is counted the same way, not as the JSON of its base64: a screenshot
+of 200 KB would count some hundred thousand tokens where the provider bills about a thousand,
+and push a conversation far from its limit into compression. A PDF counts ``PDF_PAGE_TOKENS``
+a page (Claude reads each page as its text and an image of it), its pages found in the file.
+
 A long text is counted in chunks of about ``CHUNK_CHARS``. tiktoken's byte-pair merge is
 superlinear in the length of one pre-tokenizer piece, and a run of one letter (or of
 punctuation, or of base64 without a break) is one piece: 10 MB of ``a`` took 5 s and half a
@@ -23,6 +29,8 @@ came before, so the sum of the chunks' counts is the count of the whole. Only a 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 from collections.abc import Iterable
@@ -123,7 +131,8 @@ def _json_text(value: object) -> str:
 
 
 def block_text(block: Block) -> str:
-    """The text of a block as the model reads it (empty for media)."""
+    """The text of a block as the model reads it (empty for media, and media parts of a
+    tool's result are left out of its text)."""
     if isinstance(block, TextBlock):
         return block.text
     if isinstance(block, ThinkingBlock):
@@ -133,7 +142,10 @@ def block_text(block: Block) -> str:
     if isinstance(block, ToolCallBlock):
         return block.name + " " + _json_text(block.parameters)
     if isinstance(block, ToolResponseBlock):
-        text = _json_text(block.result)
+        result = block.result
+        if isinstance(result, list) and any(map(_is_media_part, result)):
+            result = [part for part in result if not _is_media_part(part)]
+        text = _json_text(result)
         return text + ("\n" + block.error if block.error else "")
     return ""
 
@@ -141,7 +153,46 @@ def block_text(block: Block) -> str:
 def count_block(block: Block) -> int:
     if isinstance(block, MediaBlock):
         return MEDIA_TOKENS
-    return BLOCK_OVERHEAD + count_text(block_text(block))
+    tokens = BLOCK_OVERHEAD + count_text(block_text(block))
+    if isinstance(block, ToolResponseBlock) and isinstance(block.result, list):
+        tokens += sum(map(media_part_tokens, block.result))
+    return tokens
+
+
+PDF_PAGE_TOKENS = 2_300
+"""What Claude bills a page of a PDF, about (2,100 to 2,500 for a page of text or a table,
+1,600 for a scanned one, measured on Claude 4.5 and 5.5 models)."""
+_MEDIA_PARTS = frozenset({"image", "document"})
+_PDF_PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
+"""A page object of a PDF (``/Type /Pages`` is the tree above them)."""
+
+
+def _is_media_part(part: object) -> bool:
+    """An image or document part of a tool's result: content blocks with a ``source``."""
+    return (
+        isinstance(part, dict)
+        and part.get("type") in _MEDIA_PARTS
+        and isinstance(part.get("source"), dict)
+    )
+
+
+def media_part_tokens(part: object) -> int:
+    """An image part's flat ``MEDIA_TOKENS``; a document's ``PDF_PAGE_TOKENS`` for each page
+    of it (one when its pages cannot be read: a URL, a file not in base64); 0 for what is not
+    a media part."""
+    if not _is_media_part(part) or not isinstance(part, dict):
+        return 0
+    if part.get("type") == "image":
+        return MEDIA_TOKENS
+    source = part.get("source")
+    data = source.get("data") if isinstance(source, dict) else None
+    pages = 0
+    if isinstance(data, str) and isinstance(source, dict) and source.get("type") == "base64":
+        try:
+            pages = len(_PDF_PAGE.findall(base64.b64decode(data)))
+        except (binascii.Error, ValueError):
+            pages = 0
+    return PDF_PAGE_TOKENS * max(1, pages)
 
 
 def count_entry(entry: IContent) -> int:

@@ -51,7 +51,9 @@ _BLOCK_KEYS = {
     "thinking": frozenset({"type", "thinking", "signature"}),
     "redacted_thinking": frozenset({"type", "data"}),
 }
-_RESULT_PARTS = frozenset({"text", "image"})
+_RESULT_PARTS = frozenset({"text", "image", "document"})
+"""Parts of a ``tool_result`` carried (Claude Code's Read answers a PDF with its text and a
+document part); counted as media, not as their base64 (``core/tokens.py``)."""
 _REFERENCE_KEYS = frozenset({"type", "tool_name"})
 """A ``tool_reference`` part of a ``tool_result`` (Claude Code's ToolSearch answers with one a
 deferred tool it loads): carried as it came, and no rule edits the result that holds it."""
@@ -97,7 +99,7 @@ def _check_block(block: object, where: str) -> None:
                 continue
             _check_block(part, f"{where}.content[{k}]")
             if part.get("type") not in _RESULT_PARTS:
-                raise Unsupported(f"{where}.content[{k}] is not text, an image or a tool reference")
+                raise Unsupported(f"{where}.content[{k}] is not text, media or a tool reference")
 
 
 def _no_citations(block: Mapping[str, Any], allowed: frozenset[str]) -> bool:
