@@ -50,6 +50,9 @@ class FakeUpstream:
     """How many API requests ``refuse`` answers before the script answers again (``None``:
     all of them): an upstream overloaded for a moment, whose client retries."""
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    openai_message_extras: dict[str, Any] = field(default_factory=dict)
+    """Keys added to each OpenAI answer's message in one body, as the real API adds
+    ``refusal: null`` and ``annotations: []``."""
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=512 * 1024 * 1024)
@@ -124,6 +127,8 @@ class FakeUpstream:
         message: dict[str, Any] = {"role": "assistant", "content": text}
         if calls:
             message["tool_calls"] = calls
+        if not body.get("stream"):
+            message.update(self.openai_message_extras)
         reply_id = f"chatcmpl-{next(self.ids)}"
         finish = "tool_calls" if calls else "stop"
         if not body.get("stream"):

@@ -228,9 +228,18 @@ def test_an_openai_request_the_conversion_would_rewrite_is_not_carried() -> None
         {"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}},
         {"role": "user", "content": [{"type": "file", "file": {"file_id": "f-1"}}]},
         {"role": "assistant", "content": [{"type": "refusal", "refusal": "no"}]},
+        {"role": "assistant", "content": "see", "annotations": [{"type": "url_citation"}]},
+        {"role": "assistant", "content": None, "audio": {"id": "a-1"}},
+        {"role": "user", "content": "hi", "annotations": []},
     ):
         with pytest.raises(Unsupported):
             conversation(OPENAI, {"model": "gpt-4.1", "messages": [message]})
+    # An answer sent back as the client got it, its empty keys too, is carried without them.
+    answered = {"role": "assistant", "content": "ok", "refusal": None, "annotations": []}
+    whole = {**answered, "audio": None, "function_call": None}
+    for message in (answered, whole):
+        (entry,) = conversation(OPENAI, {"model": "gpt-4.1", "messages": [message]})
+        assert OPENAI.export_entry(entry, "") == [{"role": "assistant", "content": "ok"}]
 
 
 def _stream(events: list[tuple[str | None, Any]]) -> bytes:

@@ -49,12 +49,15 @@ def run_tool(workspace: Path, name: str, args: dict[str, Any]) -> str:
     return done.stdout.decode()
 
 
-async def _call(client: openai.AsyncOpenAI, model: str, messages: list[Any], stream: bool) -> Any:
+async def _call(
+    client: openai.AsyncOpenAI, model: str, messages: list[Any], stream: bool, whole: bool = False
+) -> Any:
     """One model call; the assistant message as a dict (assembled from chunks when
-    streaming)."""
+    streaming; ``whole``: every key the client's message holds, empty ones too, as an agent
+    that appends what it got sends it back)."""
     if not stream:
         reply = await client.chat.completions.create(model=model, messages=messages, tools=TOOLS)
-        return reply.choices[0].message.model_dump(exclude_none=True)
+        return reply.choices[0].message.model_dump(exclude_none=not whole)
     chunks = await client.chat.completions.create(
         model=model,
         messages=messages,
@@ -83,7 +86,9 @@ async def _call(client: openai.AsyncOpenAI, model: str, messages: list[Any], str
     return message
 
 
-async def _agent(base_url: str, workspace: Path, model: str, stream: bool) -> str:
+async def _agent(
+    base_url: str, workspace: Path, model: str, stream: bool, whole: bool = False
+) -> str:
     client = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key="sk-fake-key", max_retries=0)
     messages: list[Any] = [
         {"role": "system", "content": SYSTEM},
@@ -91,7 +96,7 @@ async def _agent(base_url: str, workspace: Path, model: str, stream: bool) -> st
     ]
     async with client:
         for _ in range(10):
-            message = await _call(client, model, messages, stream)
+            message = await _call(client, model, messages, stream, whole)
             messages.append(message)
             if not message.get("tool_calls"):
                 return str(message.get("content"))
@@ -165,3 +170,34 @@ async def test_openai_client_through_the_proxy(tmp_path: Path, stream: bool, mod
     assert status["sessionId"].startswith("proxy-openai-")
     assert status["usage"]["calls"] == len(received)  # streamed too: include_usage was set
     assert status["usage"]["inputTokens"] == 3000 * len(received)
+
+
+async def test_what_the_client_got_goes_back_as_it_got_it(tmp_path: Path) -> None:
+    """The API answers with ``refusal: null`` and ``annotations: []`` on each message, and an
+    agent that appends the message it got sends those back (and ``audio`` and
+    ``function_call``, null): carried, so the stale read still goes."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    notes = workspace / "notes.txt"
+    notes.write_text("alpha\n" + "".join(f"line {i}: about the project\n" for i in range(300)))
+    running, runners = await start(tmp_path, notes_script(workspace))
+    running.fake.openai_usage = {"prompt_tokens": 3000, "completion_tokens": 5}
+    running.fake.openai_message_extras = {"refusal": None, "annotations": []}
+    tap, tap_runner, tap_url = await start_tap(running.url)
+    runners.append(tap_runner)
+    try:
+        answer = await _agent(tap_url, workspace, "gpt-5.6", stream=False, whole=True)
+    finally:
+        await stop(running, runners)
+
+    assert answer == DONE_TEXT
+    sent = [body for path, body in tap.sent if path == "/v1/chat/completions"]
+    received = [s.body for s in running.fake.api_requests]
+    echoed = [m for m in sent[-1]["messages"] if m["role"] == "assistant"]
+    assert echoed and all(
+        (m["annotations"], m["audio"], m["function_call"]) == ([], None, None) for m in echoed
+    )
+    ids = [{c["id"] for m in b["messages"] for c in m.get("tool_calls") or []} for b in received]
+    assert "toolu_step0_0" in ids[1] and "toolu_step0_0" not in ids[-1]
+    for body in received:
+        assert payload_problems("openai", body) == []

@@ -3,7 +3,9 @@
 The leading ``system``/``developer`` messages are the client's prompt: they stay as sent, like
 Anthropic's ``system``, and only the messages after them go through the importer. What the
 importer would leave out or rewrite (a message's ``name``, the legacy ``function_call``, a
-``file`` given by id, refusals) makes the request Unsupported: it goes upstream as it came.
+``file`` given by id, refusals) makes the request Unsupported: it goes upstream as it came. An
+assistant message the client sends back as the API answered it (``annotations: []``,
+``audio: null``, ``function_call: null``: the ``openai`` client writes them) is carried.
 ``reasoning_content`` (DeepSeek, vLLM) is carried when the client sends it.
 
 Breakpoints: OpenAI caches at explicit breakpoints from GPT-5.6 on (``prompt_cache_breakpoint:
@@ -97,6 +99,22 @@ def _check_parts(content: object, role: str, where: str) -> None:
                 raise Unsupported(f"{where}.content[{k}] is a file given by id")
 
 
+_EMPTY_ANSWER_KEYS = frozenset({"annotations", "audio", "function_call"})
+"""Keys of an assistant message as the API answers it and the ``openai`` client sends it back
+when an agent appends the message it got (``annotations: []``, and from ``model_dump()``
+``audio: null``, ``function_call: null``)."""
+
+
+def _says_nothing_more(message: Mapping[str, Any], keys: frozenset[str], role: str) -> bool:
+    """An assistant message whose only other keys are answer keys left empty (no citation,
+    no audio, no legacy call): the model reads the same without them, so it is carried and
+    they are left out. Filled, they make the request go as it came."""
+    extra = set(message) - keys
+    return role == "assistant" and all(
+        k in _EMPTY_ANSWER_KEYS and message[k] in (None, []) for k in extra
+    )
+
+
 def check(messages: Sequence[Any], offset: int = 0) -> None:
     for i, message in enumerate(messages, offset):
         where = f"messages[{i}]"
@@ -104,7 +122,7 @@ def check(messages: Sequence[Any], offset: int = 0) -> None:
         keys = _MESSAGE_KEYS.get(role) if isinstance(role, str) else None
         if keys is None or not isinstance(role, str):
             raise Unsupported(f"{where} has role {kind_name(role)}")
-        if not keys.issuperset(message):
+        if not keys.issuperset(message) and not _says_nothing_more(message, keys, role):
             raise Unsupported(f"{where} ({role}) has keys the conversion leaves out")
         if message.get("refusal") is not None:
             raise Unsupported(f"{where} is a refusal")
