@@ -74,8 +74,8 @@ def test_a_call_s_caller_and_a_result_s_tool_references_come_back_as_sent() -> N
     assert exported.payload == {"messages": messages}
     assert exported.dropped == {}
     # A call without a caller is written without one, as before.
-    plain = [{**messages[1], "content": [{**messages[1]["content"][0]}]}]
-    del plain[0]["content"][0]["caller"]
+    call = {"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "/a"}}
+    plain = [{"role": "assistant", "content": [call]}]
     assert export(anthropic_messages.load(plain)).payload == {"messages": plain}
 
 

@@ -35,6 +35,7 @@ import json
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import Any, TypeGuard
 
 import tiktoken
 
@@ -167,7 +168,7 @@ _PDF_PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
 """A page object of a PDF (``/Type /Pages`` is the tree above them)."""
 
 
-def _is_media_part(part: object) -> bool:
+def _is_media_part(part: object) -> TypeGuard[dict[str, Any]]:
     """An image or document part of a tool's result: content blocks with a ``source``."""
     return (
         isinstance(part, dict)
@@ -180,14 +181,14 @@ def media_part_tokens(part: object) -> int:
     """An image part's flat ``MEDIA_TOKENS``; a document's ``PDF_PAGE_TOKENS`` for each page
     of it (one when its pages cannot be read: a URL, a file not in base64); 0 for what is not
     a media part."""
-    if not _is_media_part(part) or not isinstance(part, dict):
+    if not _is_media_part(part):
         return 0
     if part.get("type") == "image":
         return MEDIA_TOKENS
-    source = part.get("source")
-    data = source.get("data") if isinstance(source, dict) else None
+    source = part["source"]
+    data = source.get("data")
     pages = 0
-    if isinstance(data, str) and isinstance(source, dict) and source.get("type") == "base64":
+    if isinstance(data, str) and source.get("type") == "base64":
         try:
             pages = len(_PDF_PAGE.findall(base64.b64decode(data)))
         except (binascii.Error, ValueError):

@@ -55,8 +55,8 @@ _RESULT_PARTS = frozenset({"text", "image", "document"})
 """Parts of a ``tool_result`` carried (Claude Code's Read answers a PDF with its text and a
 document part); counted as media, not as their base64 (``core/tokens.py``)."""
 _REFERENCE_KEYS = frozenset({"type", "tool_name"})
-"""A ``tool_reference`` part of a ``tool_result`` (Claude Code's ToolSearch answers with one a
-deferred tool it loads): carried as it came, and no rule edits the result that holds it."""
+"""A ``tool_reference`` part of a ``tool_result`` (Claude Code's ToolSearch answers with one for
+each deferred tool it loads): carried as it came, and no rule edits the result that holds it."""
 _NO_BREAKPOINT = frozenset({"thinking", "redacted_thinking"})
 
 

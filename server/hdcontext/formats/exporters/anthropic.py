@@ -85,8 +85,12 @@ def _assistant(entry: IContent, losses: Losses) -> list[dict[str, Any]]:
             else:
                 losses.drop("unsigned thinking")
         elif isinstance(block, ToolCallBlock):
-            call: dict[str, Any] = {"type": "tool_use", "id": block.id, "name": block.name}
-            call["input"] = _input(block, losses)
+            call = {
+                "type": "tool_use",
+                "id": block.id,
+                "name": block.name,
+                "input": _input(block, losses),
+            }
             caller = extra(block, "caller")
             if caller is not None:  # as the API answered it (programmatic tool calling)
                 call["caller"] = caller
