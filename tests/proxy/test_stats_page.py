@@ -147,3 +147,28 @@ async def test_the_page_keeps_the_apis_rules(running: Running, headers: dict[str
         assert status == 403
         assert b"calls" not in body
     assert running.fake.seen == []
+
+
+async def test_the_page_says_which_requests_went_as_they_came(running: Running) -> None:
+    """A request the proxy cannot carry saves nothing and leaves no row: the page says how
+    many went so since the proxy started, and why (kinds, never content)."""
+    body = anthropic_body()
+    body["messages"][1]["content"].append({"type": "server_tool_use", "id": "s", "name": "x"})
+    for _ in range(2):
+        await post(running, "/v1/messages", body, ANTHROPIC_HEADERS)
+    assert running.fake.api_requests[-1].body == body  # as it came
+    status, raw, _ = await get(running, "/hdcontext/stats.json")
+    assert status == 200
+    figures = json.loads(raw)
+    assert figures["totals"]["calls"] == 0
+    assert figures["proxy"] == {
+        "asSent": 2,
+        "reasons": [
+            {
+                "why": "anthropic not carried: messages[1].content[2] has block type "
+                "'server_tool_use'",
+                "requests": 2,
+            }
+        ],
+    }
+    assert SECRET_TEXT.encode() not in raw

@@ -38,11 +38,21 @@ def chromium() -> str:
     return CHROMIUM
 
 
+AS_SENT = {
+    "asSent": 3,
+    "reasons": [
+        {"why": "anthropic not carried: messages[4].content[1] has block type 'x'", "requests": 2},
+        {"why": "openai not carried: messages[2] is a refusal", "requests": 1},
+    ],
+}
+"""What a running proxy adds to the figures: the requests it sent as they came, and why."""
+
+
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[str]:
     folder = tmp_path / "storage"
     await asyncio.to_thread(seed, folder, SESSIONS)
-    runner, port = await start_page(Dashboard(folder), 0)
+    runner, port = await start_page(Dashboard(folder, live=lambda: AS_SENT), 0)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
@@ -77,6 +87,11 @@ async def test_the_page_in_chromium(chromium: str, served: str) -> None:
             assert await text("total-masked") == "5"
             assert await text("total-cost-sub") == "of which $0.01 estimated (1 call without usage)"
             assert "2 calls shown in tokens only" in await text("unpriced")
+            assert await text("as-sent") == (
+                "3 requests since the proxy started went to the model as the agent sent them, "
+                "nothing taken out: anthropic not carried: messages[4].content[1] has block "
+                "type 'x' (2); openai not carried: messages[2] is a refusal (1)"
+            )
 
             row = page.locator('#sessions tr[data-session="sess-sonnet"] td')
             assert await row.all_inner_texts() == [

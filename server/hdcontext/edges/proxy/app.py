@@ -73,6 +73,19 @@ class ProxyState:
     """The refresh calls' timers (``--keep-warm``; None: off)."""
     said: dict[str, float] = field(default_factory=dict)
     """The reasons warned of lately (``_unchanged``), with when."""
+    as_sent: dict[str, int] = field(default_factory=dict)
+    """Since the proxy started, each reason a request went as it came, and how many did (the
+    ``SAID_KEPT`` latest reasons): what the savings page shows, since nothing of it is
+    stored."""
+
+    def forwarded_as_sent(self) -> dict[str, Any]:
+        """For the savings page: the requests sent to the model as the agent sent them since
+        the proxy started, and why (kinds and counts, as the log says them)."""
+        reasons = sorted(self.as_sent.items(), key=lambda item: -item[1])
+        return {
+            "asSent": sum(self.as_sent.values()),
+            "reasons": [{"why": why, "requests": n} for why, n in reasons],
+        }
 
 
 STATE = web.AppKey("hdcontext_proxy", ProxyState)
@@ -95,6 +108,7 @@ def build_app(state: ProxyState) -> web.Application:
     app.router.add_post("/v1/messages", _anthropic)
     app.router.add_post("/v1/chat/completions", _openai)
     if state.dashboard is not None:
+        state.dashboard.live = state.forwarded_as_sent
         add_routes(app, state.dashboard)
     app.router.add_route("*", "/{tail:.*}", _passthrough)
     app.cleanup_ctx.append(_client)
@@ -357,6 +371,10 @@ def _unchanged(state: ProxyState, api: Api, why: str) -> Compacted | None:
     first time in an hour that this reason comes, a debug line for it again meanwhile."""
     state.unchanged += 1
     now, key = time.monotonic(), f"{api.name} {why}"
+    counted = state.as_sent
+    counted[key] = counted.pop(key, 0) + 1  # the latest last: the oldest goes first
+    while len(counted) > SAID_KEPT:
+        del counted[next(iter(counted))]
     last = state.said.get(key)
     if last is not None and now - last < SAID_AGAIN_AFTER_S:
         log.debug("%s request forwarded unchanged again: %s", api.name, why)

@@ -54,17 +54,24 @@ class Dashboard:
     flush: Callable[[], Awaitable[None]] | None = None
     """Saves what the server holds and the folder does not have yet (the proxy's last calls'
     usage, saved with the next commit otherwise), so that the page counts every call."""
+    live: Callable[[], dict[str, Any]] | None = None
+    """What the running proxy knows and the folder does not (``ProxyState.forwarded_as_sent``:
+    the requests it could not carry, which saved nothing and left no row), shown as
+    ``figures["proxy"]``."""
 
     async def figures(self) -> dict[str, Any]:
         if self.flush is not None:
             await self.flush()
-        return await asyncio.to_thread(
+        figures = await asyncio.to_thread(
             page_figures,
             self.folder,
             prices=self.prices(),
             since=self.since,
             since_label=self.since_label,
         )
+        if self.live is not None:
+            figures["proxy"] = self.live()
+        return figures
 
 
 DASHBOARD = web.AppKey("hdcontext_dashboard", Dashboard)

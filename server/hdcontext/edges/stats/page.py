@@ -289,6 +289,16 @@ _SCRIPT = r"""
         plural(t.unpricedCalls, "call") + " shown in tokens only: " + why));
     }
 
+    var proxy = data.proxy;
+    if (proxy && proxy.asSent) {
+      var reasons = proxy.reasons.map(function (r) {
+        return r.why + " (" + r.requests.toLocaleString("en-US") + ")";
+      }).join("; ");
+      root.appendChild(el("p", {"class": "note", "data-testid": "as-sent"},
+        plural(proxy.asSent, "request") + " since the proxy started went to the model "
+          + "as the agent sent them, nothing taken out: " + reasons));
+    }
+
     root.appendChild(el("h2", {}, "Cost per day"));
     root.appendChild(legend([["--without", "without hdcontext"], ["--with", "with hdcontext"]]));
     if (data.days.length) root.appendChild(dailyChart(data.days));
