@@ -84,9 +84,9 @@ def notes_script(
     and reading a PDF beside the notes, so that every later request holds ``tool_reference``
     and ``document`` parts."""
     notes = str(workspace / "notes.txt")
-    search: list[dict[str, Any]] = []
+    besides: list[dict[str, Any]] = []  # the first step's other calls
     if api_of_today:
-        search = [
+        besides = [
             {"type": "tool_use", "name": "ToolSearch", "input": SEARCH},
             {
                 "type": "tool_use",
@@ -95,7 +95,7 @@ def notes_script(
             },
         ]
     steps: list[list[dict[str, Any]]] = [
-        [{"type": "tool_use", "name": "Read", "input": {"file_path": notes}}, *search],
+        [{"type": "tool_use", "name": "Read", "input": {"file_path": notes}}, *besides],
         [
             {
                 "type": "tool_use",

@@ -222,7 +222,6 @@ def test_openai_breakpoints_only_where_the_model_caches_at_them(model: str) -> N
 
 
 def test_an_openai_request_the_conversion_would_rewrite_is_not_carried() -> None:
-
     for message in (
         {"role": "user", "content": "hi", "name": "bob"},
         {"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}},

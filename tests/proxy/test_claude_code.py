@@ -11,9 +11,9 @@ daemon's schedule applies its edits at once: the first read, stale after the sec
 from the last request.
 
 Run twice: as the fake answered before, and as the API answers Claude Code now (each
-``tool_use`` with its ``caller``, which Claude Code sends back, and a ToolSearch loading
-deferred tools, whose result is ``tool_reference`` parts). Before the proxy carried those two,
-every request of such a conversation went upstream as it came.
+``tool_use`` with its ``caller``, which Claude Code sends back; a ToolSearch loading deferred
+tools, whose result is ``tool_reference`` parts; a PDF read, a ``document`` part). Before the
+proxy carried these, every request of such a conversation went upstream as it came.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import pytest
 from hdcontext.core.validity import payload_problems, problems
 from hdcontext.edges.proxy.openai import BREAKPOINT_KEY, OpenAiApi
 
-from .agent_script import DONE_TEXT, notes_script
+from .agent_script import DONE_TEXT, notes_script, notes_workspace
 from .conftest import start, stop
 from .tap import start_tap
 from .test_adapters import conversation
@@ -176,10 +176,7 @@ async def test_what_the_client_got_goes_back_as_it_got_it(tmp_path: Path) -> Non
     """The API answers with ``refusal: null`` and ``annotations: []`` on each message, and an
     agent that appends the message it got sends those back (and ``audio`` and
     ``function_call``, null): carried, so the stale read still goes."""
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    notes = workspace / "notes.txt"
-    notes.write_text("alpha\n" + "".join(f"line {i}: about the project\n" for i in range(300)))
+    workspace, _, _ = notes_workspace(tmp_path)
     running, runners = await start(tmp_path, notes_script(workspace))
     running.fake.openai_usage = {"prompt_tokens": 3000, "completion_tokens": 5}
     running.fake.openai_message_extras = {"refusal": None, "annotations": []}
