@@ -511,9 +511,7 @@ class Compactor:
             taken = await asyncio.to_thread(_take, api, raw, match, self._splicer, client)
         frozen = taken.kept == 0 and len(taken.tail) >= memory.LARGE_APPEND
         session = session or taken.memo.session_id
-        ingest = self._ingests.get(session)
-        if ingest is not None:  # the conversation is being taken in: its sync comes first
-            await asyncio.shield(ingest)
+        await self._taken_in(session)  # a conversation being taken in: its sync comes first
         before = self._memos.get(session)
         pieces = before.pieces if before is not None else None
         # Kept at once: the bytes are read whatever becomes of the rest of the request.
@@ -807,25 +805,31 @@ class Compactor:
         first (then its ``calls`` row gets the bill). A conversation being taken in is taken
         in first."""
         at = now_ms() if at is None else at
-        ingest = self._ingests.get(session_id)
-        if ingest is not None:
-            await asyncio.shield(ingest)
+        await self._taken_in(session_id)
         await self.daemon.note_usage(
             billed.params(session_id, at),
             write_1h_tokens=billed.cache_write_1h_tokens,
             waiting=billed.waits_on,
         )
-        if session_id not in self._timers:
-            loop = asyncio.get_running_loop()
-            self._timers[session_id] = loop.call_later(self.save_after_s, self._save, session_id)
+        self._save_soon(session_id)
 
     async def refused(self, session_id: str) -> None:
         """The call just made for the conversation never reached the model
         (``Daemon.note_refused``): saved as ``record``'s usage is."""
+        await self._taken_in(session_id)
+        if await self.daemon.note_refused(session_id):
+            self._save_soon(session_id)
+
+    async def _taken_in(self, session_id: str) -> None:
+        """Wait for the conversation's taking in, if one runs (it is not cancelled with us)."""
         ingest = self._ingests.get(session_id)
         if ingest is not None:
             await asyncio.shield(ingest)
-        if await self.daemon.note_refused(session_id) and session_id not in self._timers:
+
+    def _save_soon(self, session_id: str) -> None:
+        """Save what the daemon noted ``save_after_s`` from now, unless a save waits already
+        (a commit meanwhile saves it sooner)."""
+        if session_id not in self._timers:
             loop = asyncio.get_running_loop()
             self._timers[session_id] = loop.call_later(self.save_after_s, self._save, session_id)
 
