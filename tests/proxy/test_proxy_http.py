@@ -395,9 +395,11 @@ async def test_an_upstream_refusal_reaches_the_client_as_it_was(
     refusal = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
     running.fake.refuse = (429, refusal)
     body: Any = anthropic_body()
+    headers = ANTHROPIC_HEADERS
     if path.endswith("completions"):
         body = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
-    status, data, _ = await post(running, path, body, ANTHROPIC_HEADERS)
+        headers = {"Authorization": BEARER}
+    status, data, _ = await post(running, path, body, headers)
     assert (status, json.loads(data)) == (429, refusal)
     (session,) = await running.statuses()
     assert session["usage"]["calls"] == 0  # nothing billed, nothing recorded
@@ -413,7 +415,8 @@ async def test_an_upstream_that_is_down_is_a_502_naming_it(
     await runners[0].cleanup()  # the fake upstream stops: its port answers nothing
     try:
         body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 5}
-        status, data, _ = await post(running, path, body, ANTHROPIC_HEADERS)
+        headers = ANTHROPIC_HEADERS if name == "anthropic" else {"Authorization": BEARER}
+        status, data, _ = await post(running, path, body, headers)
     finally:
         await stop(running, [])
     assert status == 502

@@ -170,5 +170,7 @@ async def test_the_page_says_which_requests_went_as_they_came(running: Running) 
                 "requests": 2,
             }
         ],
+        "notForwarded": 0,
+        "notForwardedReasons": [],
     }
     assert SECRET_TEXT.encode() not in raw

@@ -44,6 +44,8 @@ AS_SENT = {
         {"why": "anthropic not carried: messages[4].content[1] has block type 'x'", "requests": 2},
         {"why": "openai not carried: messages[2] is a refusal", "requests": 1},
     ],
+    "notForwarded": 1,
+    "notForwardedReasons": [{"why": "/api/chat is not a path of an API it serves", "requests": 1}],
 }
 """What a running proxy adds to the figures: the requests it sent as they came, and why."""
 
@@ -91,6 +93,10 @@ async def test_the_page_in_chromium(chromium: str, served: str) -> None:
                 "3 requests since the proxy started went to the model as the agent sent them, "
                 "nothing taken out: anthropic not carried: messages[4].content[1] has block "
                 "type 'x' (2); openai not carried: messages[2] is a refusal (1)"
+            )
+            assert await text("not-forwarded") == (
+                "1 request since the proxy started was answered by the proxy and forwarded "
+                "nowhere: /api/chat is not a path of an API it serves (1)"
             )
 
             row = page.locator('#sessions tr[data-session="sess-sonnet"] td')

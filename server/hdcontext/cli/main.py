@@ -206,10 +206,11 @@ def _parser() -> argparse.ArgumentParser:
         description="Serve POST /v1/messages (Anthropic) and POST /v1/chat/completions "
         "(OpenAI) on loopback: each request's conversation goes to an hdcontext session, is "
         "compacted against the provider's prompt cache, and goes upstream with the rest of "
-        "the request as sent; the answer comes back unchanged. Any other path is passed "
-        "through. Point an agent at it (ANTHROPIC_BASE_URL=http://127.0.0.1:PORT, or an "
-        "OpenAI base URL of http://127.0.0.1:PORT/v1). What hdcontext cannot carry, or fails "
-        "at, goes upstream as it came.",
+        "the request as sent; the answer comes back unchanged. Any other path of those APIs "
+        "and Gemini's goes to its own provider as it came; one of no API the proxy serves is "
+        "answered by the proxy. Point an agent at it (ANTHROPIC_BASE_URL=http://127.0.0.1:PORT, "
+        "or an OpenAI base URL of http://127.0.0.1:PORT/v1). What hdcontext cannot carry, or "
+        "fails at, goes upstream as it came.",
     )
     proxy.add_argument(
         "--port", type=int, default=8787, help="port to listen on (default: 8787; 0 picks one)"
@@ -230,6 +231,13 @@ def _parser() -> argparse.ArgumentParser:
         "--openai-upstream",
         default="https://api.openai.com/v1",
         help="where OpenAI requests go, as an OpenAI base URL (default: https://api.openai.com/v1)",
+    )
+    proxy.add_argument(
+        "--gemini-upstream",
+        default="https://generativelanguage.googleapis.com",
+        help="where Gemini requests go (/v1beta/…, /v1/models/{model}:…, /upload/…; default: "
+        "https://generativelanguage.googleapis.com). A request of no API the proxy serves, or "
+        "one carrying another provider's key, is answered by the proxy and forwarded nowhere",
     )
     proxy.add_argument(
         "--storage-dir",
@@ -601,6 +609,7 @@ def proxy_main(args: argparse.Namespace) -> int:
         storage=folder.expanduser().resolve(),
         anthropic=args.anthropic_upstream,
         openai=args.openai_upstream,
+        gemini=args.gemini_upstream,
         bound_s=args.bound_seconds,
         context_limit=args.context_limit,
         retention=Retention(args.retention_days),

@@ -1,13 +1,13 @@
-"""The proxy's HTTP server (aiohttp): two API paths through hdcontext, every other path as is.
+"""The proxy's HTTP server (aiohttp): each request to its provider's upstream, and only there.
 
+Every request is placed first (``routes.py``): the API its path and credentials speak. One of
+no API the proxy serves, or one that carries another provider's key, is answered by the proxy
+itself (a 404 or a 400 that names the APIs it serves), counted, and forwarded nowhere.
 ``POST /v1/messages`` (Anthropic) and ``POST /v1/chat/completions`` (OpenAI) go through the
 compactor; what it cannot or should not handle goes upstream as it came, with a log line that
-says why (kinds and counts only: no content, no header values). Any other path is passed to
-the upstream it belongs to: Anthropic's when the path is under ``/v1/messages`` or the request
-carries one of Anthropic's headers (``anthropic-version``, or its key header ``x-api-key``:
-an SDK listing models sends the key alone), else OpenAI's. But ``GET /`` (and
-``/hdcontext/stats.json``) is hdcontext's own: the savings page of the proxy's sessions
-(``dashboard.py``).
+says why (kinds and counts only: no content, no header values). Any other path of a served API
+is passed to that API's upstream as it came. But ``GET /`` (and ``/hdcontext/stats.json``) is
+hdcontext's own: the savings page of the proxy's sessions (``dashboard.py``).
 
 The log: a line at INFO for each request hdcontext compacted, a warning for each it sent as it
 came (and why); at DEBUG, for every request, what came in (API, path, size), what hdcontext
@@ -36,6 +36,7 @@ from .egress import tls_context
 from .guard import refusal
 from .keepwarm import Caller, KeepWarm, Send
 from .openai import OpenAiApi
+from .routes import ApiName, Placed, place
 from .upstream import SESSION_HEADER, Forwarded, Upstream, forward, request_headers, saved
 from .usage import from_json
 
@@ -77,15 +78,32 @@ class ProxyState:
     """Since the proxy started, each reason a request went as it came, and how many did (the
     ``SAID_KEPT`` latest reasons): what the savings page shows, since nothing of it is
     stored."""
+    not_forwarded: dict[str, int] = field(default_factory=dict)
+    """The same for the requests the proxy answered itself (no API it serves, another
+    provider's key), which went nowhere."""
 
     def forwarded_as_sent(self) -> dict[str, Any]:
         """For the savings page: the requests sent to the model as the agent sent them since
-        the proxy started, and why (kinds and counts, as the log says them)."""
-        reasons = sorted(self.as_sent.items(), key=lambda item: -item[1])
+        the proxy started, and why (kinds and counts, as the log says them); and those the
+        proxy forwarded nowhere."""
         return {
             "asSent": sum(self.as_sent.values()),
-            "reasons": [{"why": why, "requests": n} for why, n in reasons],
+            "reasons": _by_count(self.as_sent),
+            "notForwarded": sum(self.not_forwarded.values()),
+            "notForwardedReasons": _by_count(self.not_forwarded),
         }
+
+
+def _by_count(counted: dict[str, int]) -> list[dict[str, Any]]:
+    reasons = sorted(counted.items(), key=lambda item: -item[1])
+    return [{"why": why, "requests": n} for why, n in reasons]
+
+
+def count(counted: dict[str, int], why: str) -> None:
+    """One more request for ``why``, the latest last (the oldest reason goes first)."""
+    counted[why] = counted.pop(why, 0) + 1
+    while len(counted) > SAID_KEPT:
+        del counted[next(iter(counted))]
 
 
 STATE = web.AppKey("hdcontext_proxy", ProxyState)
@@ -105,12 +123,10 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
 def build_app(state: ProxyState) -> web.Application:
     app = web.Application(middlewares=[_guard], client_max_size=MAX_BODY)
     app[STATE] = state
-    app.router.add_post("/v1/messages", _anthropic)
-    app.router.add_post("/v1/chat/completions", _openai)
     if state.dashboard is not None:
         state.dashboard.live = state.forwarded_as_sent
         add_routes(app, state.dashboard)
-    app.router.add_route("*", "/{tail:.*}", _passthrough)
+    app.router.add_route("*", "/{tail:.*}", _dispatch)
     app.cleanup_ctx.append(_client)
     return app
 
@@ -145,36 +161,46 @@ def _session(state: ProxyState) -> aiohttp.ClientSession:
     return state.client
 
 
-async def _anthropic(request: web.Request) -> web.StreamResponse:
-    return await _through(request, "anthropic")
+CARRIED: dict[tuple[str, str], ApiName] = {
+    ("POST", "/v1/messages"): "anthropic",
+    ("POST", "/v1/chat/completions"): "openai",
+}
+"""The requests whose conversation goes through hdcontext, by method and path."""
 
 
-async def _openai(request: web.Request) -> web.StreamResponse:
-    return await _through(request, "openai")
+async def _dispatch(request: web.Request) -> web.StreamResponse:
+    """Every request but the page's: placed (``routes.place``), then through hdcontext, to
+    its API's upstream as it came, or answered here."""
+    placed = place(request.path, request.headers, request.query)
+    if placed.api is None:
+        return _not_forwarded(request.app[STATE], request, placed)
+    if CARRIED.get((request.method, request.path)) == placed.api:
+        return await _through(request, placed.api)
+    return await _passthrough(request, placed.api)
 
 
-async def _passthrough(request: web.Request) -> web.StreamResponse:
+def _not_forwarded(state: ProxyState, request: web.Request, placed: Placed) -> web.Response:
+    """The proxy's own answer to a request it forwards nowhere, counted for the savings page
+    and said in the log (the method and the reason: no value the caller sent)."""
+    state.requests += 1
+    count(state.not_forwarded, placed.why)
+    log.warning("%s request not forwarded: %s", request.method, placed.why)
+    message = f"hdcontext proxy: {placed.why}"
+    error_type = "not_found_error" if placed.status == 404 else "invalid_request_error"
+    return web.json_response(
+        {"error": {"type": error_type, "code": placed.status, "message": message}},
+        status=placed.status,
+    )
+
+
+async def _passthrough(request: web.Request, name: ApiName) -> web.StreamResponse:
     state = request.app[STATE]
-    name = upstream_of(request)
     body = await request.read()
     log.debug("%s %s %s: %d bytes, passed through", name, request.method, request.path, len(body))
     started = time.perf_counter()
     done = await forward(_session(state), request, state.upstreams[name], body)
     _answered(name, request.path, done, started)
     return done.response
-
-
-def upstream_of(request: web.Request) -> str:
-    """Which upstream a request of another path belongs to: Anthropic's if the path or a
-    header says so (``anthropic-version``, ``x-api-key``), else OpenAI's (``Authorization``)."""
-    headers = request.headers
-    if (
-        request.path.startswith("/v1/messages")
-        or "anthropic-version" in headers
-        or "x-api-key" in headers
-    ):
-        return "anthropic"
-    return "openai"
 
 
 def _answered(name: str, what: str, done: Forwarded, started: float) -> None:
@@ -371,10 +397,7 @@ def _unchanged(state: ProxyState, api: Api, why: str) -> Compacted | None:
     first time in an hour that this reason comes, a debug line for it again meanwhile."""
     state.unchanged += 1
     now, key = time.monotonic(), f"{api.name} {why}"
-    counted = state.as_sent
-    counted[key] = counted.pop(key, 0) + 1  # the latest last: the oldest goes first
-    while len(counted) > SAID_KEPT:
-        del counted[next(iter(counted))]
+    count(state.as_sent, key)
     last = state.said.get(key)
     if last is not None and now - last < SAID_AGAIN_AFTER_S:
         log.debug("%s request forwarded unchanged again: %s", api.name, why)

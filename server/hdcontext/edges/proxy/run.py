@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 DEFAULT_PORT = 8787
 ANTHROPIC_UPSTREAM = "https://api.anthropic.com"
 OPENAI_UPSTREAM = "https://api.openai.com/v1"
+GEMINI_UPSTREAM = "https://generativelanguage.googleapis.com"
 EXIT_STORAGE_LOCKED = 3
 EXIT_UNUSABLE = 2
 
@@ -91,6 +92,7 @@ class Proxy:
         *,
         anthropic: str = ANTHROPIC_UPSTREAM,
         openai: str = OPENAI_UPSTREAM,
+        gemini: str = GEMINI_UPSTREAM,
         bound_s: float = DEFAULT_BOUND_S,
         context_limit: int | None = None,
         keep_warm: bool = False,
@@ -107,6 +109,7 @@ class Proxy:
             upstreams={
                 "anthropic": _upstream("anthropic", URL(anthropic)),
                 "openai": _upstream("openai", URL(openai)),
+                "gemini": _upstream("gemini", URL(gemini)),
             },
             dashboard=Dashboard(
                 daemon.storage_dir,
@@ -205,6 +208,7 @@ def serve_proxy(
     anthropic: str,
     openai: str,
     bound_s: float,
+    gemini: str = GEMINI_UPSTREAM,
     context_limit: int | None = None,
     retention: Retention | None = None,
     cache_ttl: str = "auto",
@@ -241,6 +245,7 @@ def serve_proxy(
                 storage,
                 anthropic,
                 openai,
+                gemini,
                 bound_s,
                 context_limit,
                 kept,
@@ -267,6 +272,7 @@ async def _serve(
     storage: Path,
     anthropic: str,
     openai: str,
+    gemini: str,
     bound_s: float,
     context_limit: int | None,
     retention: Retention,
@@ -288,6 +294,7 @@ async def _serve(
         daemon,
         anthropic=anthropic,
         openai=openai,
+        gemini=gemini,
         bound_s=bound_s,
         context_limit=context_limit,
         keep_warm=keep_warm,
@@ -301,7 +308,8 @@ async def _serve(
     print(
         f"hdcontext proxy listening on {proxy.url} (port {listening}; anthropic upstream "
         f"{proxy.state.upstreams['anthropic'].shown()}, openai upstream "
-        f"{proxy.state.upstreams['openai'].shown()}; sessions in {storage}, idle ones "
+        f"{proxy.state.upstreams['openai'].shown()}, gemini upstream "
+        f"{proxy.state.upstreams['gemini'].shown()}; sessions in {storage}, idle ones "
         f"{retention.describe()}; "
         f"{'refresh calls on (--keep-warm); ' if keep_warm else ''}what it saved: {proxy.url}/)",
         file=sys.stderr,

@@ -65,18 +65,22 @@ MAX_USAGE_BODY = 64 * 1024 * 1024
 @dataclass(frozen=True)
 class Upstream:
     name: str
-    """``anthropic`` or ``openai``."""
+    """``anthropic``, ``openai`` or ``gemini``."""
     base: URL
     route: Route = DIRECT
     """Directly, or through the proxy the environment names (``egress.py``)."""
 
     def url(self, path_qs: str) -> URL:
         """The upstream URL for a request path: the base's path, then the request's, without
-        a second ``/v1`` when the base already ends with it (``https://api.openai.com/v1``)."""
+        a second version segment when the base already ends with it
+        (``https://api.openai.com/v1``, a Gemini base ending in ``/v1beta``)."""
         base_path = self.base.path.rstrip("/")
         path = path_qs
-        if base_path.endswith("/v1") and (path == "/v1" or path.startswith(("/v1/", "/v1?"))):
-            path = path[3:]
+        version = "/" + base_path.rpartition("/")[2]
+        if version in ("/v1", "/v1beta", "/v1alpha") and (
+            path == version or path.startswith((version + "/", version + "?"))
+        ):
+            path = path[len(version) :]
         return URL(str(self.base.with_path("").with_query(None)) + base_path + path, encoded=True)
 
     def shown(self) -> str:
@@ -109,6 +113,8 @@ def bad_gateway(upstream: Upstream, what: str) -> web.Response:
     message = f"hdcontext proxy: the {upstream.name} upstream ({upstream.shown()}) {what}"
     if upstream.name == "anthropic":
         body: object = {"type": "error", "error": {"type": "api_error", "message": message}}
+    elif upstream.name == "gemini":
+        body = {"error": {"code": 502, "message": message, "status": "UNAVAILABLE"}}
     else:
         body = {"error": {"message": message, "type": "upstream_unreachable", "code": 502}}
     return web.json_response(body, status=502)

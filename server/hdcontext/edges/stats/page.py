@@ -298,6 +298,15 @@ _SCRIPT = r"""
         plural(proxy.asSent, "request") + " since the proxy started went to the model "
           + "as the agent sent them, nothing taken out: " + reasons));
     }
+    if (proxy && proxy.notForwarded) {
+      var refused = proxy.notForwardedReasons.map(function (r) {
+        return r.why + " (" + r.requests.toLocaleString("en-US") + ")";
+      }).join("; ");
+      root.appendChild(el("p", {"class": "note", "data-testid": "not-forwarded"},
+        plural(proxy.notForwarded, "request") + " since the proxy started "
+          + (proxy.notForwarded === 1 ? "was" : "were") + " answered by the proxy and "
+          + "forwarded nowhere: " + refused));
+    }
 
     root.appendChild(el("h2", {}, "Cost per day"));
     root.appendChild(legend([["--without", "without hdcontext"], ["--with", "with hdcontext"]]));
