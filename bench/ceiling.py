@@ -47,7 +47,6 @@ from typing import Any
 from hdcontext.core.cache.ledger import BATCH_ALLOWANCE, HORIZON_CAP
 from hdcontext.core.cache.pricing import Pricing
 from hdcontext.core.cache.schedule import Candidate, plan
-from hdcontext.core.compression.tool_summary import PRUNED_POINTER, is_compact
 from hdcontext.core.content import (
     CodeBlock,
     IContent,
@@ -59,6 +58,7 @@ from hdcontext.core.content import (
 )
 from hdcontext.core.density.edits import Edit
 from hdcontext.core.tokens import ENTRY_OVERHEAD, count_block
+from hdcontext.core.tools.summary import PRUNED_POINTER, is_compact
 
 from .billing import PRICE_MODELS
 from .transcripts import Transcript, corpus, find, model_calls

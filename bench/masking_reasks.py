@@ -11,7 +11,7 @@ request on
 * runs the same tool with the same parameters (a re-run of the same command), with nothing
   but reads since the masked call: the same output again, most likely; or
 * reads a file the masked call read (a read tool's path, or a plain shell read: ``cat``,
-  ``head``, ``sed -n``…, as ``core/shell.py`` reads it).
+  ``head``, ``sed -n``…, as ``core/tools/shell/commands.py`` reads it).
 
 A re-run made after the agent changed something (a write tool, or a shell command that is not
 known to only look, ``READ_ONLY``, and may have written anything: ``python fix.py``) asks for a
@@ -39,12 +39,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from hdcontext.core.compression.tool_summary import is_masked
 from hdcontext.core.content import IContent, ToolCallBlock, ToolResponseBlock
 from hdcontext.core.session import Session
 from hdcontext.core.settings import resolve
-from hdcontext.core.shell import ShellCall, command_of, cwd_of, effects_in_order
-from hdcontext.core.tools import extract_paths, resolve_path
+from hdcontext.core.tools.files import extract_paths, resolve_path
+from hdcontext.core.tools.shell.commands import ShellCall, command_of, cwd_of, effects_in_order
+from hdcontext.core.tools.summary import is_masked
 
 from .transcripts import Transcript, find
 
@@ -119,9 +119,9 @@ def _model_calls(entries: tuple[IContent, ...]) -> list[int]:
 
 def _files_read(transcript: Transcript) -> tuple[dict[str, frozenset[str]], set[str]]:
     """Call id -> the files the call read (read tools by their paths, shell calls by the plain
-    reads ``core/shell.py`` recognises, following ``cd`` from call to call); and the ids of the
-    calls that may have changed something (write tools, shell calls that are not plain
-    reads)."""
+    reads ``core/tools/shell/commands.py`` recognises, following ``cd`` from call to call);
+    and the ids of the calls that may have changed something (write tools, shell calls that
+    are not plain reads)."""
     values = resolve({}, {}).values
     read_tools, shell_tools = set(values.read_tools), set(values.shell_tools)
     write_tools = set(values.write_tools)
@@ -143,7 +143,7 @@ def _files_read(transcript: Transcript) -> tuple[dict[str, frozenset[str]], set[
             elif block.name in shell_tools:
                 command = command_of(block.parameters)
                 if command is None or not _only_looks(command):
-                    changes.add(block.id)  # unless core/shell.py finds it a plain read
+                    changes.add(block.id)  # unless core/tools/shell/ finds it a plain read
                 if command is not None:
                     cwd = cwd_of(block.parameters) or (
                         entry_cwd if isinstance(entry_cwd, str) else None

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from hdcontext.core.compression.tool_summary import PRUNED_POINTER
 from hdcontext.core.content import IContent, ToolResponseBlock
 from hdcontext.core.tokens import count_entry
+from hdcontext.core.tools.summary import PRUNED_POINTER
 
 from .billing import MAIN, PRICE_MODELS, Bill
 from .outcome import Replayed

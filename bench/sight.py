@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hdcontext.core.compression.tool_summary import is_compact
 from hdcontext.core.content import IContent, ToolCallBlock, ToolResponseBlock
+from hdcontext.core.tools.summary import is_compact
 
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit"})
 

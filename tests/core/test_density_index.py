@@ -24,12 +24,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import JsonValue
 
-from hdcontext.core.compression.tool_summary import PRUNED_POINTER
 from hdcontext.core.content import Block, IContent, Metadata, TextBlock
 from hdcontext.core.density.engine import DensityEngine
 from hdcontext.core.density.optimize import optimize, read_times
 from hdcontext.core.density.types import DensityConfig, DensityResult, FileWrite
 from hdcontext.core.history import History
+from hdcontext.core.tools.summary import PRUNED_POINTER
 from tests.examples import examples
 
 from .builders import call, inclusion, response

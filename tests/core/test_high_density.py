@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 
 from hdcontext.core.compression.high_density import HighDensityStrategy
-from hdcontext.core.compression.tool_summary import PRUNED_POINTER, summarize_response, summary_line
 from hdcontext.core.compression.types import CompressionContext, StrategyTrigger
 from hdcontext.core.content import IContent
 from hdcontext.core.density.inclusions import omitted_note
 from hdcontext.core.density.types import DensityConfig, DensityMetadata, DensityResult
 from hdcontext.core.tokens import count_entry
+from hdcontext.core.tools.summary import PRUNED_POINTER, summarize_response, summary_line
 
 from .builders import (
     ai,

@@ -13,10 +13,10 @@ import dataclasses
 
 from pydantic import JsonValue
 
-from hdcontext.core.compression.tool_summary import DISK_POINTER, PRUNED_POINTER
 from hdcontext.core.content import IContent, ToolCallBlock, ToolResponseBlock
 from hdcontext.core.density.optimize import optimize
 from hdcontext.core.density.types import DensityConfig, DensityResult, FileWrite
+from hdcontext.core.tools.summary import DISK_POINTER, PRUNED_POINTER
 
 from .builders import ai_call, human, tool_result
 

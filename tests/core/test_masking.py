@@ -15,12 +15,6 @@ import dataclasses
 import pytest
 from pydantic import JsonValue
 
-from hdcontext.core.compression.tool_summary import (
-    OutputFacts,
-    is_compact,
-    is_masked,
-    masked_pointer,
-)
 from hdcontext.core.content import IContent, ToolResponseBlock
 from hdcontext.core.density.edits import Edit
 from hdcontext.core.density.engine import DensityEngine
@@ -30,7 +24,8 @@ from hdcontext.core.density.types import MASK_RETENTION, DensityConfig, DensityR
 from hdcontext.core.history import History
 from hdcontext.core.session import Session
 from hdcontext.core.settings import SettingError, resolve, validate
-from hdcontext.core.shell import exit_status
+from hdcontext.core.tools.shell.commands import exit_status
+from hdcontext.core.tools.summary import OutputFacts, is_compact, is_masked, masked_pointer
 
 from .builders import ai, ai_call, ai_text, call, human, response, tool_result, tools
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from hdcontext.core.compression.tool_summary import PRUNED_POINTER
 from hdcontext.core.content import IContent
 from hdcontext.core.density.optimize import prune_old_results
+from hdcontext.core.tools.summary import PRUNED_POINTER
 
 from .builders import ai, ai_call, call, human, response, tool_result, tools
 

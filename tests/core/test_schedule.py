@@ -17,10 +17,10 @@ from hdcontext.core.cache.ledger import Charge, CostLedger
 from hdcontext.core.cache.prices import provider_of
 from hdcontext.core.cache.pricing import Pricing, pricing_for
 from hdcontext.core.cache.schedule import Candidate, plan
-from hdcontext.core.compression.tool_summary import DISK_POINTER
 from hdcontext.core.density.edits import drop
 from hdcontext.core.session import Session
 from hdcontext.core.settings import SettingError, resolve, validate
+from hdcontext.core.tools.summary import DISK_POINTER
 from tests.examples import examples
 
 from .builders import ai_call, ai_text, human, tool_result

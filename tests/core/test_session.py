@@ -7,12 +7,12 @@ from typing import Any
 import pytest
 
 from hdcontext.core.compression.pairs import pairing_problems
-from hdcontext.core.compression.tool_summary import DISK_POINTER
 from hdcontext.core.compression.types import SummarizeRequest, SummarizerError
 from hdcontext.core.content import IContent, parse_entries
 from hdcontext.core.density.engine import DensityEngine
 from hdcontext.core.session import Session
 from hdcontext.core.settings import SettingError, Settings
+from hdcontext.core.tools.summary import DISK_POINTER
 
 ROOT = "/ws"
 
@@ -310,7 +310,7 @@ async def test_llm_compression_gets_prompt_todos_and_transcript_pointer() -> Non
 
 
 async def test_client_todos_win_until_a_newer_todo_write() -> None:
-    from hdcontext.core.todos import parse_todos
+    from hdcontext.core.tools.todos import parse_todos
 
     s = session()
     s.append(build(human("go")))

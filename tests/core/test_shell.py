@@ -1,10 +1,10 @@
-"""Shell-command read/write recognition (shell.py): the plain forms, and nothing else."""
+"""Shell-command read/write recognition (core/tools/shell/): the plain forms, and nothing else."""
 
 from __future__ import annotations
 
 import pytest
 
-from hdcontext.core.shell import (
+from hdcontext.core.tools.shell.commands import (
     ShellCall,
     ShellEffect,
     command_of,
@@ -13,7 +13,7 @@ from hdcontext.core.shell import (
     exit_status,
     shell_effect,
 )
-from hdcontext.core.shell_lex import Op, Word, tokenize
+from hdcontext.core.tools.shell.lex import Op, Word, tokenize
 
 W = "/w"
 

@@ -8,7 +8,7 @@ import pytest
 
 from hdcontext.core.compression.types import Todo
 from hdcontext.core.content import ContentError, IContent, ToolCallBlock
-from hdcontext.core.todos import latest_todo_write, parse_todos
+from hdcontext.core.tools.todos import latest_todo_write, parse_todos
 
 from .strategy_builders import ai, call, human, response
 

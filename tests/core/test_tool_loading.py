@@ -13,13 +13,9 @@ import dataclasses
 
 from pydantic import JsonValue
 
-from hdcontext.core.compression.tool_summary import (
-    PRUNED_POINTER,
-    loads_tools,
-    summarize_response,
-)
 from hdcontext.core.content import IContent, ToolResponseBlock
 from hdcontext.core.density.optimize import optimize, prune_old_results
+from hdcontext.core.tools.summary import PRUNED_POINTER, loads_tools, summarize_response
 from hdcontext.formats.conversation import Conversation
 from hdcontext.formats.exporters.anthropic import export
 from hdcontext.formats.importers import anthropic_messages

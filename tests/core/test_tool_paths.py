@@ -1,11 +1,11 @@
-"""Paths in tool parameters (core/tools.py): which are files, which are patterns, and how
+"""Paths in tool parameters (core/tools/files.py): which are files, which are patterns, and how
 they resolve, Windows sessions included."""
 
 from __future__ import annotations
 
 import pytest
 
-from hdcontext.core.tools import extract_paths, is_absolute, resolve_path
+from hdcontext.core.tools.files import extract_paths, is_absolute, resolve_path
 
 
 @pytest.mark.parametrize(

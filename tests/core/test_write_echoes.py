@@ -14,11 +14,11 @@ import dataclasses
 
 from pydantic import JsonValue
 
-from hdcontext.core.compression.tool_summary import INPUT_POINTER, TODO_POINTER
 from hdcontext.core.content import IContent, ToolCallBlock, ToolResponseBlock
 from hdcontext.core.density.optimize import optimize
 from hdcontext.core.density.types import DensityConfig, DensityResult
 from hdcontext.core.density.write_echoes import MIN_REST_CHARS
+from hdcontext.core.tools.summary import INPUT_POINTER, TODO_POINTER
 
 from .builders import ai_call, ai_text, human, tool_result
 

@@ -26,7 +26,7 @@ from ..core.content import IContent
 from ..core.session import CompactResult, Session
 from ..core.settings import SettingError
 from ..core.tokens import ENCODING_NAME, count_text
-from ..core.tools import is_absolute, resolve_path
+from ..core.tools.files import is_absolute, resolve_path
 from ..core.validity import problems, summary
 from ..edges.daemon.retention import DEFAULT_DAYS, Retention
 from ..formats.conversation import EXPORT_FORMATS, IMPORT_FORMATS, Conversation, FormatError

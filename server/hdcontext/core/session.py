@@ -67,7 +67,7 @@ from .state import CacheState, ReplyMark, SessionState
 from .stored import Blob, Entries
 from .sync import Lineage
 from .thinking import Turn, compression_waits, first_change, keeps, latest_turn, unbound
-from .todos import latest_todo_write
+from .tools.todos import latest_todo_write
 
 
 def now_ms() -> int:

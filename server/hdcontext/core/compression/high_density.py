@@ -15,7 +15,7 @@ from ..density.optimize import optimize
 from ..density.types import DensityConfig, DensityResult
 from ..settings import DEFAULT_THRESHOLDS
 from ..tokens import count_entry
-from .tool_summary import summarize_response
+from ..tools.summary import summarize_response
 from .types import CompressionContext, CompressionResult, StrategyTrigger
 
 

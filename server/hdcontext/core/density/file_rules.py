@@ -10,8 +10,9 @@ needs is worse than keeping a stale one:
 * a call id used by more than one tool call is ambiguous, so such calls are neither removed
   nor counted as writes;
 * a multi-file read goes only when every file it names is stale and none is a glob;
-* a shell call (``config.shell_tools``) reads or writes only in the plain forms ``shell.py``
-  recognises, in the directory its ``cwd`` parameter or its entry's ``metadata.cwd`` names;
+* a shell call (``config.shell_tools``) reads or writes only in the plain forms
+  ``tools/shell/commands.py`` recognises, in the directory its ``cwd`` parameter or its
+  entry's ``metadata.cwd`` names;
   it counts as a write under the same rule as a write tool, and also not when its output
   reports a nonzero exit status; it goes as a read only when it did nothing but read (one
   command, no write) and every file it read is stale.
@@ -25,10 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..compression.tool_summary import is_compact
 from ..content import IContent, ToolResponseBlock
-from ..shell import ShellEffect, exit_status
-from ..tools import extract_paths, resolve_path
+from ..tools.files import extract_paths, resolve_path
+from ..tools.shell.commands import ShellEffect, exit_status
+from ..tools.summary import is_compact
 from .edits import Position
 from .types import DensityConfig
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..content import IContent, TextBlock
-from ..tools import resolve_path
+from ..tools.files import resolve_path
 from .edits import BlockEdit, Edit, Position, Rule
 from .passes import PassContext
 

@@ -17,7 +17,7 @@ has answered, except:
   one to give back);
 * what the model has not answered yet (no AI entry after it).
 
-The pointer (``tool_summary.masked_pointer``) names the call and how to get the output back,
+The pointer (``summary.masked_pointer``, core/tools/) names the call and how to get the output back,
 and is the same for the same output every time. With ``masking: cold`` the edits are
 ``free_only``: they apply when nothing cached is lost for them (a cold cache, compression, or
 past the prefix the provider holds), so a warm call only appends; ``always`` lets the
@@ -34,16 +34,10 @@ import json
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Mapping
 
-from ..compression.tool_summary import (
-    OutputFacts,
-    first_line,
-    is_compact,
-    loads_tools,
-    masked_pointer,
-)
 from ..content import Block, IContent, ToolCallBlock, ToolResponseBlock
-from ..shell import exit_status
-from ..tools import KEY_PARAM_KEYS, key_parameter
+from ..tools.files import KEY_PARAM_KEYS, key_parameter
+from ..tools.shell.commands import exit_status
+from ..tools.summary import OutputFacts, first_line, is_compact, loads_tools, masked_pointer
 from .edits import Edit, Position, Replacements, Rule, dropped_by, touched_by
 from .file_rules import RANGE_KEYS
 from .passes import PassContext

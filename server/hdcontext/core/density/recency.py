@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 
-from ..compression.tool_summary import is_pruned, loads_tools, pruned_pointer, result_chars
 from ..content import Block, IContent, ToolResponseBlock
+from ..tools.summary import is_pruned, loads_tools, pruned_pointer, result_chars
 from .edits import Edit, Position, Replacements, Rule, dropped_by
 from .passes import PassContext
 

@@ -19,7 +19,7 @@ from bisect import bisect_left, insort
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..shell import ShellCall, ShellEffect, next_effect, shell_root
+from ..tools.shell.commands import ShellCall, ShellEffect, next_effect, shell_root
 from .edits import Position
 
 

@@ -31,10 +31,10 @@ from enum import Enum
 from operator import itemgetter
 from typing import TypeVar
 
-from ..compression.tool_summary import DISK_POINTER, covered_parameters, is_covered_input
 from ..content import IContent, ToolCallBlock, ToolResponseBlock
-from ..shell import command_of, cwd_of
-from ..tools import extract_path, path_parameters, resolve_path
+from ..tools.files import extract_path, path_parameters, resolve_path
+from ..tools.shell.commands import command_of, cwd_of
+from ..tools.summary import DISK_POINTER, covered_parameters, is_covered_input
 from .edits import BlockEdit, Edit, Position, Rule, drop
 from .file_rules import (
     WHOLE,

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 
-from ..compression.tool_summary import without_todo_list
 from ..content import Block, IContent, ToolCallBlock
-from ..todos import is_todo_write
+from ..tools.summary import without_todo_list
+from ..tools.todos import is_todo_write
 from .edits import Edit, Position, Replacements, Rule
 from .passes import PassContext
 

@@ -46,7 +46,8 @@ class DensityConfig:
     read_tools: frozenset[str] = frozenset()
     write_tools: frozenset[str] = frozenset()
     shell_tools: frozenset[str] = frozenset()
-    """Tools that run a shell command: their plain reads and writes count (``shell.py``)."""
+    """Tools that run a shell command: their plain reads and writes count
+    (``tools/shell/commands.py``)."""
     external_writes: Sequence[FileWrite] = ()
     retrieve_tool: str | None = None
     """The tool the client offers the model to get pruned results back: pointers name it."""

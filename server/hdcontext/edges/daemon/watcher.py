@@ -29,7 +29,7 @@ from functools import lru_cache
 
 from watchfiles import Change, watch
 
-from ...core.tools import resolve_path
+from ...core.tools.files import resolve_path
 
 log = logging.getLogger(__name__)
 

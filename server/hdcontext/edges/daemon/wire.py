@@ -22,7 +22,7 @@ from ...core.content import (
     parse_entry,
     validation_messages,
 )
-from ...core.todos import parse_todos
+from ...core.tools.todos import parse_todos
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600

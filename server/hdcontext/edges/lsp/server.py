@@ -55,7 +55,7 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from ...core.content import validation_messages
-from ...core.tools import resolve_path
+from ...core.tools.files import resolve_path
 from ..daemon.daemon import SETTINGS_WAIT_S, Daemon
 from ..daemon.ide_settings import IdeSettings
 from ..daemon.json_text import encode, holds_text

@@ -11,7 +11,7 @@ import posixpath
 import re
 from collections.abc import Mapping, Sequence
 
-from .content import IContent, ToolCallBlock, ToolResponseBlock
+from ..content import IContent, ToolCallBlock, ToolResponseBlock
 
 # REQ-HD-005.4: these three first, in this order; then keys other agents use for one file
 # (Claude Code's NotebookEdit, opencode's camelCase tools).

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from .compression.types import Todo
-from .content import ContentError, IContent, ToolCallBlock, ToolResponseBlock, validation_messages
+from ..compression.types import Todo
+from ..content import ContentError, IContent, ToolCallBlock, ToolResponseBlock, validation_messages
 
 # Tool names agents give their todo writer, compared after ``_tool_key``: llxprt's
 # ``todo_write``, Claude Code's ``TodoWrite``, opencode's ``todowrite``.

@@ -28,9 +28,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .shell_lex import HEREDOC_OPS, Ambiguous, Op, Token, Word, tokenize
-from .shell_programs import files_of
-from .tools import is_absolute, resolve_path
+from ..files import is_absolute, resolve_path
+from .lex import HEREDOC_OPS, Ambiguous, Op, Token, Word, tokenize
+from .programs import files_of
 
 # Parameter keys agents use for the command and for its working directory.
 COMMAND_KEYS: tuple[str, ...] = ("command", "cmd")

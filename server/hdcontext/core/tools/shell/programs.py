@@ -1,4 +1,4 @@
-"""Which files the few programs shell.py knows read and write, from their arguments alone.
+"""Which files the few programs commands.py knows read and write, from their arguments alone.
 
 Each parser accepts the options it understands and refuses (``None``) any other: an option we
 do not know may change what the program does with its files (``tail -f``, ``sed -f``,
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .shell_lex import Word
+from .lex import Word
 
 Files = tuple[list[Word], list[Word]]
 """(words naming files read, words naming files written)."""

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pydantic import JsonValue
 
 from ..content import ToolCallBlock, ToolResponseBlock
-from ..shell import exit_status
-from ..tools import MULTI_PATH_KEYS, PATH_KEYS, key_parameter
+from .files import MULTI_PATH_KEYS, PATH_KEYS, key_parameter
+from .shell.commands import exit_status
 
 PRUNED_POINTER = "[Result pruned — re-run tool to retrieve]"
 """REQ-HD-007.2: what recency pruning leaves in place of a result."""
