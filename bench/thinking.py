@@ -1,5 +1,5 @@
-"""What the rule for bound thinking (``core/thinking.py``) costs: the cache replay with it and
-without it.
+"""What the rule for bound thinking (``core/history/thinking.py``) costs: the cache replay with it
+and without it.
 
 A model with bound thinking (Claude Opus 5.5 and the others the price table marks) refuses a
 thinking block whose prefix changed (or drops it, when the request asks for that): so, for such

@@ -28,7 +28,7 @@ from hdcontext.core.content import Block, IContent, Metadata, TextBlock
 from hdcontext.core.density.engine import DensityEngine
 from hdcontext.core.density.optimize import optimize, read_times
 from hdcontext.core.density.types import DensityConfig, DensityResult, FileWrite
-from hdcontext.core.history import History
+from hdcontext.core.history.history import History
 from hdcontext.core.tools.summary import PRUNED_POINTER
 from tests.examples import examples
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from hdcontext.core.content import IContent
 from hdcontext.core.density.engine import DensityEngine
 from hdcontext.core.density.types import DensityConfig
-from hdcontext.core.history import History
+from hdcontext.core.history.history import History
 
 from .builders import ai_call, ai_text, human, tool_result
 

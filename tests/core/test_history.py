@@ -10,7 +10,7 @@ import pytest
 
 from hdcontext.core.content import IContent, parse_entries
 from hdcontext.core.density.types import DensityResult
-from hdcontext.core.history import DensityApplyError, History
+from hdcontext.core.history.history import DensityApplyError, History
 from hdcontext.core.tokens import count_entry
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hdcontext.core.content import IContent, entry_json, text_entry
 from hdcontext.core.density.types import DensityResult
-from hdcontext.core.history import History
-from hdcontext.core.journal import Change, Journal
+from hdcontext.core.history.history import History
+from hdcontext.core.history.journal import Change, Journal
 
 
 def texts(*words: str) -> list[IContent]:

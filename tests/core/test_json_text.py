@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from hdcontext.core.content import dump_entries, entries_json, entry_json, parse_entries
-from hdcontext.core.stored import Entries
+from hdcontext.core.history.stored import Entries
 from hdcontext.edges.daemon.json_text import JsonText, encode, holds_text
 
 ENTRIES = parse_entries(

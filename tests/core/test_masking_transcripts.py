@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from hdcontext.core.content import IContent, ToolResponseBlock
+from hdcontext.core.history.stored import Entries
 from hdcontext.core.session import Session
-from hdcontext.core.stored import Entries
 from hdcontext.core.tools.summary import is_masked
 from hdcontext.formats.conversation import Conversation, FormatError
 from hdcontext.formats.importers import load_threads

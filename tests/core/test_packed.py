@@ -10,8 +10,8 @@ import asyncio
 import json
 
 from hdcontext.core.content import entry_json
+from hdcontext.core.history.stored import PACK_MIN, pack, unpack
 from hdcontext.core.session import Session
-from hdcontext.core.stored import PACK_MIN, pack, unpack
 
 from .builders import ai_call, ai_text, human, tool_result
 

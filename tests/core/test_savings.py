@@ -13,7 +13,7 @@ from collections.abc import Callable
 from hdcontext.core.cache.savings import Savings
 from hdcontext.core.content import IContent
 from hdcontext.core.density.edits import Edit, drop, result_of
-from hdcontext.core.history import History
+from hdcontext.core.history.history import History
 
 from .builders import ai_text, human
 

@@ -14,8 +14,8 @@ from hdcontext.core.content import (
     entry_json,
     parse_entries,
 )
+from hdcontext.core.history.stored import Entries
 from hdcontext.core.session import Session
-from hdcontext.core.stored import Entries
 
 ODD: list[dict[str, Any]] = [
     {

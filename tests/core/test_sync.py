@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hdcontext.core.content import IContent, parse_entries
+from hdcontext.core.history.stored import Entries
+from hdcontext.core.history.sync import entry_digest
 from hdcontext.core.session import Session
 from hdcontext.core.state import SessionState
-from hdcontext.core.stored import Entries
-from hdcontext.core.sync import entry_digest
 from tests.examples import examples
 
 OFF = {

@@ -1,5 +1,5 @@
-"""Thinking bound to its prefix (``core/thinking.py``): the price table says which models bind
-their thinking, the session holds the edits that would invalidate the thinking of a turn still
+"""Thinking bound to its prefix (``core/history/thinking.py``): the price table says which models
+bind their thinking, the session holds the edits that would invalidate the thinking of a turn still
 calling tools, and takes out the thinking an edit invalidates.
 
 The provider's prefix check is simulated (``PrefixCheck``) as Anthropic's page describes it: a
@@ -33,9 +33,7 @@ from hdcontext.core.content import (
 )
 from hdcontext.core.density.edits import BlockEdit, Edit
 from hdcontext.core.density.types import DensityResult
-from hdcontext.core.session import CompactResult, Session, SessionSummarizer
-from hdcontext.core.settings import Settings
-from hdcontext.core.thinking import (
+from hdcontext.core.history.thinking import (
     Turn,
     compression_waits,
     first_change,
@@ -45,6 +43,8 @@ from hdcontext.core.thinking import (
     waits,
     without_thinking,
 )
+from hdcontext.core.session import CompactResult, Session, SessionSummarizer
+from hdcontext.core.settings import Settings
 from hdcontext.core.validity import problems
 from hdcontext.formats.importers.claude_code import from_jsonl
 

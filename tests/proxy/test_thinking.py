@@ -1,5 +1,5 @@
-"""Signed thinking through ``hdcontext proxy`` (``core/thinking.py``): an agent that talks to a
-model with bound thinking (Claude Opus 5.5) through the proxy, Claude Code's way (its whole
+"""Signed thinking through ``hdcontext proxy`` (``core/history/thinking.py``): an agent that talks
+to a model with bound thinking (Claude Opus 5.5) through the proxy, Claude Code's way (its whole
 conversation in every request, each answer sent back as it came), gets no request refused for
 its thinking, where the proxy prunes what it prunes.
 

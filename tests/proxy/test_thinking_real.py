@@ -1,4 +1,4 @@
-"""Real sessions with signed thinking through ``hdcontext proxy`` (``core/thinking.py``).
+"""Real sessions with signed thinking through ``hdcontext proxy`` (``core/history/thinking.py``).
 
 Two Claude Code logs whose every model message starts with a signed thinking block are played
 as Claude Code plays them: before each of the model's messages, a request holding the whole

@@ -50,7 +50,11 @@ from .density.edits import Edit, result_of
 from .density.engine import DensityEngine
 from .density.masking import masked_weight
 from .density.types import DensityConfig, DensityResult, FileWrite
-from .history import History, HistorySnapshot, Prepared
+from .history.history import History, HistorySnapshot, Prepared
+from .history.retrieve import find_call
+from .history.stored import Blob, Entries
+from .history.sync import Lineage
+from .history.thinking import Turn, compression_waits, first_change, keeps, latest_turn, unbound
 from .replies import (
     CacheReport,
     CompactSummary,
@@ -61,12 +65,8 @@ from .replies import (
     SettingsReply,
     Status,
 )
-from .retrieve import find_call
 from .settings import Resolved, Settings, resolve, validate
 from .state import CacheState, ReplyMark, SessionState
-from .stored import Blob, Entries
-from .sync import Lineage
-from .thinking import Turn, compression_waits, first_change, keeps, latest_turn, unbound
 from .tools.todos import latest_todo_write
 
 
@@ -633,7 +633,7 @@ class Session:
     def _held(self, candidates: Sequence[Candidate]) -> set[int]:
         """The candidates (by ``id``) that wait while the model's latest message goes on
         calling tools: those that touch it, and, when its thinking is bound to what comes
-        before it, those that start before it (``thinking.py``)."""
+        before it, those that start before it (``history/thinking.py``)."""
         history = self.history
         turn = latest_turn(history.raw_json)
         if turn is None or not turn.calls:

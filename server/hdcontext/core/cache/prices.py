@@ -101,7 +101,7 @@ class ModelPrice:
     """Whether the model runs Anthropic's prefix check on the thinking blocks sent back to it
     ("preserved thinking"): a block whose prefix (system, tools, every earlier message) changed
     after the model wrote it is refused (400) or dropped. The models the check's page lists
-    (``PREFIX_CHECKS``); ``core/thinking.py`` says what hdcontext does about it."""
+    (``PREFIX_CHECKS``); ``core/history/thinking.py`` says what hdcontext does about it."""
 
 
 @dataclass(frozen=True)

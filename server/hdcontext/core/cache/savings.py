@@ -17,7 +17,7 @@ from typing import cast
 
 from ..content import IContent, is_empty_ai
 from ..density.edits import Edit, edited_entries
-from ..history import History
+from ..history.history import History
 from .schedule import Candidate
 
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..content import IContent, ToolCallBlock, entry_from_json
-from ..stored import Blob
+from ..history.stored import Blob
 from .high_density import summarize_from
 
 

@@ -4,7 +4,7 @@ An ``Edit`` is one pruning decision that is applied whole or not at all: a stale
 and every response to it, the repeated inclusions of one message, one old tool output. The
 cache-aware schedule chooses among them, so each must leave a provider-valid history on its
 own: no edit separates a call from its response. Edits speak of entries by key
-(``journal.py``), which survives the removal of earlier entries, and of blocks by index in
+(``history/journal.py``), which survives the removal of earlier entries, and of blocks by index in
 the entry as it stands.
 
 Composing edits is done here once, for every pass: a block dropped by one edit and an entry

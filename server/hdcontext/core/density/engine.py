@@ -2,7 +2,7 @@
 
 The session asks it, before each model call, for the edits every enabled rule wants now
 (``proposals``), or for all of them composed into the seeds' ``DensityResult``
-(``optimize``). It follows the history through its journal (``journal.py``): entries that
+(``optimize``). It follows the history through its journal (``history/journal.py``): entries that
 left and joined since it last looked are removed from and added to every pass, so a turn
 costs what the turn changed. A change of config (other than the disk-write ledger, which moves
 every turn and is handed to the passes as it is), a history replaced wholesale, or a journal
@@ -15,8 +15,8 @@ from __future__ import annotations
 import dataclasses
 
 from ..content import IContent
-from ..journal import KeyedHistory
-from ..stored import parse
+from ..history.journal import KeyedHistory
+from ..history.stored import parse
 from .edits import Edit, Position, result_of
 from .file_rules import ledger_of
 from .inclusions import FileDedupPass

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from ..content import IContent
-from ..journal import Journal
+from ..history.journal import Journal
 from .edits import PassEdits, result_of
 from .engine import DensityEngine
 from .stale_reads import StaleRead

@@ -8,8 +8,8 @@ its effect and the directory after it, and when calls come, go or change success
 steps from the earliest change on and stops as soon as the directory before a call it has not
 touched is what it was: every later step would come out the same.
 
-Positions are ``(entry key, block index)`` (``journal.py``): they keep their order when entries
-before them are removed. The success of a call is the caller's knowledge (it holds the
+Positions are ``(entry key, block index)`` (``history/journal.py``): they keep their order when
+entries before them are removed. The success of a call is the caller's knowledge (it holds the
 responses), asked for through ``succeeded`` when a call's own inputs changed.
 """
 

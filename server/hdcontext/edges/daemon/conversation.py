@@ -16,7 +16,7 @@ from typing import Any
 from pydantic_core import from_json
 
 from ...core.content import IContent
-from ...core.sync import entry_digest
+from ...core.history.sync import entry_digest
 
 
 @dataclass(frozen=True, slots=True)

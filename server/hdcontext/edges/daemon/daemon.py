@@ -24,7 +24,8 @@ from typing import Any, Protocol, TypeVar
 from ...core.cache.rhythm import Waiting, waiting_after
 from ...core.compression.types import CompressionError, SummarizerError
 from ...core.content import Block, IContent, entries_json
-from ...core.history import Prepared
+from ...core.history.history import Prepared
+from ...core.history.stored import Entries
 from ...core.replies import Status, SyncReply
 from ...core.session import (
     CompactResult,
@@ -35,7 +36,6 @@ from ...core.session import (
     UsageCheck,
 )
 from ...core.settings import FIELDS, SettingError, resolve
-from ...core.stored import Entries
 from ..storage.store import Store, StoreError
 from . import memory
 from .conversation import Conversation

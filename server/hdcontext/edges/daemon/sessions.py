@@ -28,12 +28,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
-from ...core.history import History
-from ...core.journal import Change
+from ...core.history.history import History
+from ...core.history.journal import Change
+from ...core.history.stored import Blob
 from ...core.replies import Status
 from ...core.session import Session
 from ...core.settings import resolve
-from ...core.stored import Blob
 from ..storage.store import Loaded, SaveOp, Store, WorkingChange, WorkingRow
 from . import memory
 

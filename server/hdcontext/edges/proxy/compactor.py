@@ -60,8 +60,8 @@ from typing import Any, TypeVar
 import orjson
 
 from ...core.content import IContent
+from ...core.history.sync import entry_digest
 from ...core.session import CompactResult
-from ...core.sync import entry_digest
 from ...core.validity import entry_turn, turn_calls, turn_problems
 from ..daemon import memory
 from ..daemon.conversation import Conversation as Resent

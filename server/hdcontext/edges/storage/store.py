@@ -19,8 +19,8 @@ transcript row instead of repeating the JSON; entries that density edits or comp
 are stored in full. ``sessions`` holds the rest of a session's state, and the counts that
 ``history/list`` shows without loading a session.
 
-A working row's ``pos`` is the entry's key in the history (``journal.py``): it increases along
-the history, and an entry keeps it when entries before it go. So a commit writes the rows of
+A working row's ``pos`` is the entry's key in the history (``history/journal.py``): it increases
+along the history, and an entry keeps it when entries before it go. So a commit writes the rows of
 the entries that changed (appended, edited, removed), never the rest of the view; only a
 history replaced wholesale (compression, clear) rewrites it. Databases written when ``pos``
 was the index (schema 1) read the same way: an index is a key too.
@@ -74,8 +74,8 @@ from ...core.calls import (
     Kind,
     UsageReported,
 )
+from ...core.history.stored import Blob
 from ...core.state import SessionState
-from ...core.stored import Blob
 from . import storage_lock
 from .recovery import Damage, unpaired
 from .storage_lock import StorageLocked as StorageLockedError

@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from typing import overload
 
-from .content import IContent, entry_from_json
+from ..content import IContent, entry_from_json
 
 Blob = bytes
 """One entry as ``content.entry_json`` writes it, or ``pack``ed."""

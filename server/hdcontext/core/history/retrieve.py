@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from .content import ToolCallBlock, ToolResponseBlock, entry_from_json
+from ..content import ToolCallBlock, ToolResponseBlock, entry_from_json
 from .stored import Blob
 
 

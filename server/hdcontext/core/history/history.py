@@ -30,11 +30,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import compress, pairwise
 
-from .content import IContent, entry_from_json, entry_json, is_empty_ai
-from .density.types import DensityResult
+from ..content import IContent, entry_from_json, entry_json, is_empty_ai
+from ..density.types import DensityResult
+from ..tokens import count_entry
 from .journal import Change, Journal
 from .stored import PACK_MIN, Blob, Entries, Unpacked, pack, unpack
-from .tokens import count_entry
 
 
 class DensityApplyError(ValueError):

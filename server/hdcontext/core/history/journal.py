@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from .content import IContent
+from ..content import IContent
 from .stored import Blob
 
 KeyedEntry = tuple[int, Blob]

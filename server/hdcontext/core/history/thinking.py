@@ -62,7 +62,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from .content import IContent, ThinkingBlock, ToolCallBlock, entry_from_json, is_empty_ai
+from ..content import IContent, ThinkingBlock, ToolCallBlock, entry_from_json, is_empty_ai
 from .stored import Blob
 
 _AI = b'{"speaker":"ai"'
