@@ -1,4 +1,4 @@
-"""What a session notes of each call for ``hdcontext stats`` (``core/calls.py``): a model
+"""What a session notes of each call for ``hdcontext stats`` (``core/stats/calls.py``): a model
 call and a refresh call with the daemon's bill, the session's model and masked count; a usage,
 attached to the call that waits for it or on its own; a retrieve. Taken once; a change rolled
 back takes its own back."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import asyncio
 
-from hdcontext.core.calls import CallMade, Retrieved, UsageReported
 from hdcontext.core.session import Session
+from hdcontext.core.stats.calls import CallMade, Retrieved, UsageReported
 
 from .builders import ai_call, human, tool_result
 from .test_lifetimes import _long_session

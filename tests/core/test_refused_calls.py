@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import asyncio
 
-from hdcontext.core.calls import CallMade, CallRefused, UsageReported
 from hdcontext.core.session import CompactResult, Session
+from hdcontext.core.stats.calls import CallMade, CallRefused, UsageReported
 
 from .builders import ai_call, ai_text, human, tool_result
 from .test_lifetimes import _long_session

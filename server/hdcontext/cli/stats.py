@@ -4,7 +4,7 @@ By day (the default), by session (``--sessions``) or call by call (``--session I
 day or for a while (``--since``), as a table (``rich``: aligned, readable at 80 columns; wider
 terminals get more columns) or as JSON (``--json``), or as a page on loopback (``--serve``).
 Like ccusage, but for any agent hdcontext serves, and with what only hdcontext can tell: what
-the same calls would have cost without it (``core/stats.py`` says how that is reckoned).
+the same calls would have cost without it (``core/stats/costs.py`` says how that is reckoned).
 
 The folder is read without its lock (SQLite's read-only mode), beside a running daemon or
 proxy. Bad input (no folder there, an unknown session, a price override of the wrong shape, a
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.cache.prices import PRICES_CHECKED
-from ..core.stats import (
+from ..core.stats.costs import (
     CallFigures,
     Figures,
     PriceOverrides,

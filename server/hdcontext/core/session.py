@@ -25,7 +25,6 @@ from .cache.refresh import REFRESH_PLAIN_TOKENS, long_pays, next_refresh
 from .cache.rhythm import Waiting
 from .cache.savings import Savings
 from .cache.schedule import Candidate, Plan, everything
-from .calls import BilledUsage, CallEvent, CallMade, CallRefused, Retrieved, UsageReported
 from .compression.factory import get_strategy
 from .compression.high_density import HighDensityStrategy
 from .compression.incremental import Summaries
@@ -67,6 +66,7 @@ from .replies import (
 )
 from .settings import Resolved, Settings, resolve, validate
 from .state import CacheState, ReplyMark, SessionState
+from .stats.calls import BilledUsage, CallEvent, CallMade, CallRefused, Retrieved, UsageReported
 from .tools.todos import latest_todo_write
 
 
@@ -454,7 +454,7 @@ class Session:
     # -- what the edge keeps of each call -------------------------------------------------
 
     def take_calls(self) -> list[CallEvent]:
-        """The call events noted since the last time (``calls.py``), for the edge to save
+        """The call events noted since the last time (``stats/calls.py``), for the edge to save
         with the session; they are forgotten here. A rolled-back change takes its own back
         (``restore``)."""
         taken, self._calls = self._calls, []

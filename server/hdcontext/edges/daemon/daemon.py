@@ -746,7 +746,7 @@ class Daemon:
         or loaded. A named session the folder does not hold is no error (a window may name one
         deleted meanwhile): it is listed in ``missing`` and adds nothing."""
         # Imported here: a daemon start does not pay for the savings view until it is asked.
-        from ...core.stats import page_json
+        from ...core.stats.costs import page_json
         from ..stats.page import render
         from ..stats.report import StatsError, of_rows
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ...core.stats import PriceOverrides
+from ...core.stats.costs import PriceOverrides
 from ..stats.page import CONTENT_SECURITY_POLICY, render
 from ..stats.report import StatsError, page_figures
 from .guard import allowed_hosts, refusal

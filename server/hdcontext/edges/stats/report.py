@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...core.calls import CallRow
-from ...core.stats import PriceOverrides, Report, build, checked_prices, page_json
+from ...core.stats.calls import CallRow
+from ...core.stats.costs import PriceOverrides, Report, build, checked_prices, page_json
 from ..storage.store import ReadOnly, StoreError
 
 PRICES_KEY = "cache.prices"

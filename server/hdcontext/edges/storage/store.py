@@ -65,7 +65,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from ...core.cache.ledger import Charge
-from ...core.calls import (
+from ...core.history.stored import Blob
+from ...core.state import SessionState
+from ...core.stats.calls import (
     BilledUsage,
     CallEvent,
     CallMade,
@@ -74,8 +76,6 @@ from ...core.calls import (
     Kind,
     UsageReported,
 )
-from ...core.history.stored import Blob
-from ...core.state import SessionState
 from . import storage_lock
 from .recovery import Damage, unpaired
 from .storage_lock import StorageLocked as StorageLockedError
@@ -168,7 +168,7 @@ CREATE TABLE IF NOT EXISTS resume (
 );
 """
 CALLS_TABLE = "calls"
-"""One row per model call, refresh call and retrieve of a session (``core/calls.py``), for
+"""One row per model call, refresh call and retrieve of a session (``core/stats/calls.py``), for
 ``hdcontext stats``: counts and the model's name, never content. ``kind`` is ``model``,
 ``refresh`` or ``retrieve``; ``sent`` is what the agent sent (the history without hdcontext's
 edits), ``upstream`` what went to the model, both in the daemon's count of the messages;

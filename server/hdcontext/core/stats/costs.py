@@ -38,8 +38,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, TypeAlias
 
-from .cache.ledger import Charge
-from .cache.prices import (
+from ..cache.ledger import Charge
+from ..cache.prices import (
     PRICES,
     PRICES_CHECKED,
     ModelPrice,

@@ -18,7 +18,7 @@ back leaves no figure behind):
 - ``Retrieved``: the model (through the editor's tool) or the user fetched back something
   density had taken out (``history/retrieve``).
 
-``CallRow`` is one stored call as ``hdcontext stats`` reads it back (``core/stats.py`` prices
+``CallRow`` is one stored call as ``hdcontext stats`` reads it back (``core/stats/costs.py`` prices
 and sums them).
 """
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from .cache.ledger import CallBill, Charge
+from ..cache.ledger import CallBill, Charge
 
 Kind: TypeAlias = Literal["model", "refresh", "retrieve"]
 
