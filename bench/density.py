@@ -17,7 +17,7 @@ from hdcontext.core.compression.high_density import HighDensityStrategy
 from hdcontext.core.content import IContent, ToolCallBlock, is_empty_ai
 from hdcontext.core.density.optimize import find_stale_reads
 from hdcontext.core.density.types import DensityConfig, DensityResult
-from hdcontext.core.session import Session
+from hdcontext.core.session.session import Session
 from hdcontext.core.settings import DEFAULT_READ_TOOLS, DEFAULT_SHELL_TOOLS, DEFAULT_WRITE_TOOLS
 from hdcontext.core.tokens import count_entry
 from hdcontext.core.validity import problems

@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from hdcontext.core.content import IContent, ToolCallBlock, ToolResponseBlock
-from hdcontext.core.session import Session
+from hdcontext.core.session.session import Session
 from hdcontext.core.settings import resolve
 from hdcontext.core.tools.files import extract_paths, resolve_path
 from hdcontext.core.tools.shell.commands import ShellCall, command_of, cwd_of, effects_in_order

@@ -29,8 +29,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from unittest import mock
 
-from hdcontext.core import session as session_module
 from hdcontext.core.content import ThinkingBlock
+from hdcontext.core.session import session as session_module
 
 from .replay import ROWS, replay
 from .transcripts import Transcript, corpus, find

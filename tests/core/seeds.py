@@ -6,7 +6,7 @@ PROTOCOL.md keeps it available (``compression.density.schedule: every-turn`` and
 
 from __future__ import annotations
 
-from hdcontext.core.session import Session
+from hdcontext.core.session.session import Session
 
 SEEDS_SETTINGS: dict[str, object] = {
     "compression.density.schedule": "every-turn",

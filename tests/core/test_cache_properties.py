@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from bench.billing import PRICE_MODELS, Bill, PriceModel
 from hdcontext.core.compression.pairs import pairing_problems
 from hdcontext.core.content import IContent
-from hdcontext.core.session import Session
+from hdcontext.core.session.session import Session
 from tests.examples import examples
 
 from .builders import ai_call, ai_text, human, tool_result

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from hdcontext.core.session import Session
+from hdcontext.core.session.session import Session
 from hdcontext.core.stats.calls import CallMade, Retrieved, UsageReported
 
 from .builders import ai_call, human, tool_result

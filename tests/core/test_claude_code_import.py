@@ -9,7 +9,7 @@ import json
 import pytest
 
 from hdcontext.core.content import ToolCallBlock, ToolResponseBlock
-from hdcontext.core.session import Session
+from hdcontext.core.session.session import Session
 from hdcontext.core.validity import problems
 from hdcontext.formats.conversation import FormatError
 from hdcontext.formats.importers import detect_format, load, load_threads

@@ -18,7 +18,7 @@ from hdcontext.core.compression.types import CompressionContext
 from hdcontext.core.content import IContent, entry_from_json
 from hdcontext.core.density.types import DensityResult
 from hdcontext.core.history.history import History
-from hdcontext.core.session import Session
+from hdcontext.core.session.session import Session
 from hdcontext.formats.importers.claude_code import from_jsonl
 from tests.examples import examples
 

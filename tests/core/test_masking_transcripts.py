@@ -18,7 +18,7 @@ import pytest
 
 from hdcontext.core.content import IContent, ToolResponseBlock
 from hdcontext.core.history.stored import Entries
-from hdcontext.core.session import Session
+from hdcontext.core.session.session import Session
 from hdcontext.core.tools.summary import is_masked
 from hdcontext.formats.conversation import Conversation, FormatError
 from hdcontext.formats.importers import load_threads

@@ -11,7 +11,7 @@ import json
 
 from hdcontext.core.content import entry_json
 from hdcontext.core.history.stored import PACK_MIN, pack, unpack
-from hdcontext.core.session import Session
+from hdcontext.core.session.session import Session
 
 from .builders import ai_call, ai_text, human, tool_result
 

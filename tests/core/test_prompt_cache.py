@@ -17,8 +17,8 @@ from hdcontext.core.cache.pricing import ANTHROPIC, OPENAI, OPENAI_BREAKPOINTS, 
 from hdcontext.core.cache.prompt_cache import Call, Placed, PromptCache
 from hdcontext.core.cache.schedule import Candidate
 from hdcontext.core.density.edits import Edit
-from hdcontext.core.session import Session
-from hdcontext.core.state import SessionState
+from hdcontext.core.session.session import Session
+from hdcontext.core.session.state import SessionState
 from hdcontext.formats.importers.claude_code import from_jsonl
 
 from .builders import ai, ai_call, ai_text, call, human, response, tool_result, tools

@@ -13,7 +13,7 @@ import pytest
 
 from hdcontext.core.compression.pairs import pairing_problems
 from hdcontext.core.content import IContent, ToolCallBlock, ToolResponseBlock
-from hdcontext.core.session import Session
+from hdcontext.core.session.session import Session
 from hdcontext.formats.importers.claude_code import from_jsonl
 
 from .seeds import seeds

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from hdcontext.core.compression.types import SummarizeRequest
 from hdcontext.core.content import IContent
-from hdcontext.core.session import Session
+from hdcontext.core.session.session import Session
 from hdcontext.core.settings import Settings
 from tests.examples import examples
 

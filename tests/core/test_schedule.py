@@ -18,7 +18,7 @@ from hdcontext.core.cache.prices import provider_of
 from hdcontext.core.cache.pricing import Pricing, pricing_for
 from hdcontext.core.cache.schedule import Candidate, plan
 from hdcontext.core.density.edits import drop
-from hdcontext.core.session import Session
+from hdcontext.core.session.session import Session
 from hdcontext.core.settings import SettingError, resolve, validate
 from hdcontext.core.tools.summary import DISK_POINTER
 from tests.examples import examples

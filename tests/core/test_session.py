@@ -10,7 +10,7 @@ from hdcontext.core.compression.pairs import pairing_problems
 from hdcontext.core.compression.types import SummarizeRequest, SummarizerError
 from hdcontext.core.content import IContent, parse_entries
 from hdcontext.core.density.engine import DensityEngine
-from hdcontext.core.session import Session
+from hdcontext.core.session.session import Session
 from hdcontext.core.settings import SettingError, Settings
 from hdcontext.core.tools.summary import DISK_POINTER
 

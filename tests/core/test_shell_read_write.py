@@ -12,7 +12,7 @@ from hdcontext.core.content import IContent, Metadata, ToolCallBlock
 from hdcontext.core.density.edits import PassEdits
 from hdcontext.core.density.optimize import find_stale_reads, prune_stale_reads
 from hdcontext.core.density.types import DensityConfig, FileWrite
-from hdcontext.core.session import Session
+from hdcontext.core.session.session import Session
 from hdcontext.formats.importers import mini_swe_agent
 
 from .builders import ai_call, tool_result

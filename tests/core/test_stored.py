@@ -15,7 +15,7 @@ from hdcontext.core.content import (
     parse_entries,
 )
 from hdcontext.core.history.stored import Entries
-from hdcontext.core.session import Session
+from hdcontext.core.session.session import Session
 
 ODD: list[dict[str, Any]] = [
     {

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from hdcontext.core.content import IContent, parse_entries
 from hdcontext.core.history.stored import Entries
 from hdcontext.core.history.sync import entry_digest
-from hdcontext.core.session import Session
-from hdcontext.core.state import SessionState
+from hdcontext.core.session.session import Session
+from hdcontext.core.session.state import SessionState
 from tests.examples import examples
 
 OFF = {

@@ -43,7 +43,7 @@ from hdcontext.core.history.thinking import (
     waits,
     without_thinking,
 )
-from hdcontext.core.session import CompactResult, Session, SessionSummarizer
+from hdcontext.core.session.session import CompactResult, Session, SessionSummarizer
 from hdcontext.core.settings import Settings
 from hdcontext.core.validity import problems
 from hdcontext.formats.importers.claude_code import from_jsonl

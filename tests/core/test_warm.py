@@ -12,8 +12,8 @@ import pytest
 
 from hdcontext.core.content import IContent
 from hdcontext.core.history.sync import entry_digest
-from hdcontext.core.session import Session
-from hdcontext.core.state import SessionState
+from hdcontext.core.session.session import Session
+from hdcontext.core.session.state import SessionState
 from hdcontext.formats.importers.claude_code import from_jsonl
 
 from .builders import ai_call, human, tool_result

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from hdcontext.core.content import IContent, parse_entries
-from hdcontext.core.session import Session
+from hdcontext.core.session.session import Session
 from hdcontext.edges.daemon.sessions import Registry
 from hdcontext.edges.storage.store import SCHEMA_VERSION, SaveOp, Store
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from hdcontext.core.state import SessionState
+from hdcontext.core.session.state import SessionState
 from hdcontext.edges.storage.store import DB_NAME, Store, prepare_folder
 
 

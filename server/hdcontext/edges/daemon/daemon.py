@@ -26,8 +26,8 @@ from ...core.compression.types import CompressionError, SummarizerError
 from ...core.content import Block, IContent, entries_json
 from ...core.history.history import Prepared
 from ...core.history.stored import Entries
-from ...core.replies import Status, SyncReply
-from ...core.session import (
+from ...core.session.replies import Status, SyncReply
+from ...core.session.session import (
     CompactResult,
     RefreshTooEarly,
     Session,

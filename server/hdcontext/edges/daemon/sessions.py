@@ -31,8 +31,8 @@ from typing import Any, TypeVar, overload
 from ...core.history.history import History
 from ...core.history.journal import Change
 from ...core.history.stored import Blob
-from ...core.replies import Status
-from ...core.session import Session
+from ...core.session.replies import Status
+from ...core.session.session import Session
 from ...core.settings import resolve
 from ..storage.store import Loaded, SaveOp, Store, WorkingChange, WorkingRow
 from . import memory

@@ -24,7 +24,7 @@ from aiohttp import web
 from yarl import URL
 
 from ...core.compression.types import SummarizeRequest, SummarizerError
-from ...core.session import CompactResult, SessionSummarizer
+from ...core.session.session import CompactResult, SessionSummarizer
 from ...core.settings import Settings, resolve
 from ...core.tokens import encoding
 from ..daemon import memory

@@ -66,7 +66,7 @@ from typing import TypeVar
 
 from ...core.cache.ledger import Charge
 from ...core.history.stored import Blob
-from ...core.state import SessionState
+from ...core.session.state import SessionState
 from ...core.stats.calls import (
     BilledUsage,
     CallEvent,

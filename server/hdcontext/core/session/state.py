@@ -6,10 +6,10 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .cache.ledger import CostLedger
-from .cache.pricing import DEFAULT_TTL_SECONDS
-from .cache.prompt_cache import PromptCache
-from .compression.types import Todo
+from ..cache.ledger import CostLedger
+from ..cache.pricing import DEFAULT_TTL_SECONDS
+from ..cache.prompt_cache import PromptCache
+from ..compression.types import Todo
 from .replies import Usage
 
 

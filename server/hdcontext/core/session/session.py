@@ -17,19 +17,19 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .cache.ledger import CallBill
-from .cache.prices import binds_thinking
-from .cache.pricing import Pricing, pricing_for
-from .cache.prompt_cache import Call, Placed, PromptCache
-from .cache.refresh import REFRESH_PLAIN_TOKENS, long_pays, next_refresh
-from .cache.rhythm import Waiting
-from .cache.savings import Savings
-from .cache.schedule import Candidate, Plan, everything
-from .compression.factory import get_strategy
-from .compression.high_density import HighDensityStrategy
-from .compression.incremental import Summaries
-from .compression.prompts import COMPRESSION_PROMPT
-from .compression.types import (
+from ..cache.ledger import CallBill
+from ..cache.prices import binds_thinking
+from ..cache.pricing import Pricing, pricing_for
+from ..cache.prompt_cache import Call, Placed, PromptCache
+from ..cache.refresh import REFRESH_PLAIN_TOKENS, long_pays, next_refresh
+from ..cache.rhythm import Waiting
+from ..cache.savings import Savings
+from ..cache.schedule import Candidate, Plan, everything
+from ..compression.factory import get_strategy
+from ..compression.high_density import HighDensityStrategy
+from ..compression.incremental import Summaries
+from ..compression.prompts import COMPRESSION_PROMPT
+from ..compression.types import (
     CompressionContext,
     CompressionStrategy,
     SummarizeRequest,
@@ -37,7 +37,7 @@ from .compression.types import (
     can_optimize,
     target_tokens,
 )
-from .content import (
+from ..content import (
     IContent,
     Metadata,
     ThinkingBlock,
@@ -45,15 +45,18 @@ from .content import (
     ToolResponseBlock,
     dump_entries,
 )
-from .density.edits import Edit, result_of
-from .density.engine import DensityEngine
-from .density.masking import masked_weight
-from .density.types import DensityConfig, DensityResult, FileWrite
-from .history.history import History, HistorySnapshot, Prepared
-from .history.retrieve import find_call
-from .history.stored import Blob, Entries
-from .history.sync import Lineage
-from .history.thinking import Turn, compression_waits, first_change, keeps, latest_turn, unbound
+from ..density.edits import Edit, result_of
+from ..density.engine import DensityEngine
+from ..density.masking import masked_weight
+from ..density.types import DensityConfig, DensityResult, FileWrite
+from ..history.history import History, HistorySnapshot, Prepared
+from ..history.retrieve import find_call
+from ..history.stored import Blob, Entries
+from ..history.sync import Lineage
+from ..history.thinking import Turn, compression_waits, first_change, keeps, latest_turn, unbound
+from ..settings import Resolved, Settings, resolve, validate
+from ..stats.calls import BilledUsage, CallEvent, CallMade, CallRefused, Retrieved, UsageReported
+from ..tools.todos import latest_todo_write
 from .replies import (
     CacheReport,
     CompactSummary,
@@ -64,10 +67,7 @@ from .replies import (
     SettingsReply,
     Status,
 )
-from .settings import Resolved, Settings, resolve, validate
 from .state import CacheState, ReplyMark, SessionState
-from .stats.calls import BilledUsage, CallEvent, CallMade, CallRefused, Retrieved, UsageReported
-from .tools.todos import latest_todo_write
 
 
 def now_ms() -> int:

@@ -12,8 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, computed_field
 from pydantic.alias_generators import to_camel
 
-from .density.types import DensityMetadata
-from .settings import Source
+from ..density.types import DensityMetadata
+from ..settings import Source
 
 
 class _Reply(BaseModel):
