@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hdcontext.core.cache.prices import lookup, multiples
+from hdcontext.core.prices import lookup, multiples
 
 ANTHROPIC_LOOKBACK = 20
 
@@ -74,7 +74,7 @@ class PriceModel:
 
 
 def priced(model: str, description: str, **geometry: Any) -> PriceModel:
-    """A price model from the package's price table (``core/cache/prices.py``, the one source
+    """A price model from the package's price table (``core/prices.py``, the one source
     of prices): the row's multiples of its input price, lifetime, minimum prefix and cache
     geometry, with ``geometry`` over them (a kinder cache, another client)."""
     row = lookup(model).row

@@ -1,4 +1,4 @@
-"""The price table (``core/cache/prices.py``): its rows as published on the checked date, the
+"""The price table (``core/prices.py``): its rows as published on the checked date, the
 lookup's three ways on real ids, the multiples the cost model plans with, and a user's override.
 
 A changed figure here is a deliberate change to the table: update ``PRICES_CHECKED`` with it.
@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hdcontext.core.cache import pricing
-from hdcontext.core.cache.prices import (
+from hdcontext.core.prices import (
     FALLBACK,
     PRICES,
     PRICES_CHECKED,

@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hdcontext.core.cache.ledger import Charge, CostLedger
-from hdcontext.core.cache.prices import provider_of
 from hdcontext.core.cache.pricing import Pricing, pricing_for
 from hdcontext.core.cache.schedule import Candidate, plan
 from hdcontext.core.density.edits import drop
+from hdcontext.core.prices import provider_of
 from hdcontext.core.session.session import Session
 from hdcontext.core.settings import SettingError, resolve, validate
 from hdcontext.core.tools.summary import DISK_POINTER

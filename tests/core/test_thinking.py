@@ -18,7 +18,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hdcontext.core.cache.prices import PRICES, binds_thinking, lookup
 from hdcontext.core.cache.schedule import Candidate
 from hdcontext.core.compression.types import SummarizeRequest
 from hdcontext.core.content import (
@@ -43,6 +42,7 @@ from hdcontext.core.history.thinking import (
     waits,
     without_thinking,
 )
+from hdcontext.core.prices import PRICES, binds_thinking, lookup
 from hdcontext.core.session.session import CompactResult, Session, SessionSummarizer
 from hdcontext.core.settings import Settings
 from hdcontext.core.validity import problems

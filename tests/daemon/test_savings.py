@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hdcontext.core.cache.prices import lookup
+from hdcontext.core.prices import lookup
 from hdcontext.edges.storage.store import ReadOnly
 
 from .harness import Daemon, read_pair, start_daemon, text

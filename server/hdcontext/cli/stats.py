@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.cache.prices import PRICES_CHECKED
+from ..core.prices import PRICES_CHECKED
 from ..core.stats.costs import (
     CallFigures,
     Figures,

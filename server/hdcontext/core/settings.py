@@ -31,8 +31,8 @@ from pydantic import (
 from pydantic.config import JsonDict
 from pydantic.fields import FieldInfo
 
-from .cache.prices import PRICES, PriceOverrideError, lookup, normalize, override
 from .density.types import MASK_RETENTION, Masking
+from .prices import PRICES, PriceOverrideError, lookup, normalize, override
 
 Source: TypeAlias = Literal["override", "settings", "default"]
 

@@ -32,8 +32,8 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from ..prices import lookup, multiples, normalize, override, provider_of
 from ..settings import Settings
-from .prices import lookup, multiples, normalize, override, provider_of
 
 DEFAULT_TTL_SECONDS = 300
 LONG_TTL_MS = 3_600_000
@@ -132,7 +132,7 @@ table's fallback."""
 
 def pricing_for(settings: Settings, model: str | None) -> Pricing:
     """The prices and geometry to plan with. ``cache.pricing: auto`` (or the model's own
-    provider named): the model's row of the price table (``prices.py``), by exact id, then by
+    provider named): the model's row of the price table (``core/prices.py``), by exact id, then by
     family, else its provider's fallback row (``Pricing.match`` says which), with the user's
     ``cache.prices`` override of it; another provider named, or one the table does not price
     (Gemini, ``none``): the provider's preset. ``cache.readCost``, ``cache.writeCost`` and

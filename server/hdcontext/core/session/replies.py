@@ -36,7 +36,7 @@ class Usage(_Reply):
 
 
 class PricedAs(_Reply):
-    """Which row of the price table prices a session (``cache/prices.py``)."""
+    """Which row of the price table prices a session (``core/prices.py``)."""
 
     model: str | None
     """The row's model id (``None``: a provider's preset, such as Gemini's)."""

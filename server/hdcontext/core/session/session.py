@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..cache.ledger import CallBill
-from ..cache.prices import binds_thinking
 from ..cache.pricing import Pricing, pricing_for
 from ..cache.prompt_cache import Call, Placed, PromptCache
 from ..cache.refresh import REFRESH_PLAIN_TOKENS, long_pays, next_refresh
@@ -54,6 +53,7 @@ from ..history.retrieve import find_call
 from ..history.stored import Blob, Entries
 from ..history.sync import Lineage
 from ..history.thinking import Turn, compression_waits, first_change, keeps, latest_turn, unbound
+from ..prices import binds_thinking
 from ..settings import Resolved, Settings, resolve, validate
 from ..stats.calls import BilledUsage, CallEvent, CallMade, CallRefused, Retrieved, UsageReported
 from ..tools.todos import latest_todo_write

@@ -2,7 +2,7 @@
 stats``, its page, the editor's savings view): pure sums over ``calls.CallRow``.
 
 **Money only where the price is known.** A call is priced by the row of the price table
-(``cache/prices.py``) its model finds by exact id or by family, or by the user's own prices
+(``core/prices.py``) its model finds by exact id or by family, or by the user's own prices
 (``cache.prices``: ``--prices FILE`` over the session's setting, a row each); a model the table
 does not know (whose provider's fallback row the daemon plans with) is shown in tokens, with the
 reason, unless the user's prices name it with every price a call needs. A session for which no
@@ -39,7 +39,7 @@ from datetime import datetime
 from typing import Any, Literal, TypeAlias
 
 from ..cache.ledger import Charge
-from ..cache.prices import (
+from ..prices import (
     PRICES,
     PRICES_CHECKED,
     ModelPrice,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...core.cache.prices import lookup
+from ...core.prices import lookup
 
 RETENTION_KEY = "prompt_cache_retention"
 LONG_RETENTION = "24h"
