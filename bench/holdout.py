@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hdcontext.core.cache import ledger
-from hdcontext.core.density.types import MASK_RETENTION
+from hdcontext.core.settings import MASK_RETENTION
 
 from . import table
 from .billing import MAIN

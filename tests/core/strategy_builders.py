@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from hdcontext.core.compression.types import CompressionContext, SummarizeRequest, Todo
+from hdcontext.core.compression.types import CompressionContext, SummarizeRequest
 from hdcontext.core.content import (
     IContent,
     MediaBlock,
@@ -17,6 +17,7 @@ from hdcontext.core.content import (
     text_entry,
 )
 from hdcontext.core.tokens import count_entry
+from hdcontext.core.tools.todos import Todo
 
 SNAPSHOT = "<state_snapshot><overall_goal>Ship it.</overall_goal></state_snapshot>"
 

@@ -63,6 +63,14 @@ ROOMS = {
 }
 
 
+# The core's rooms, lowest first: each imports only itself and the rooms before it. At the
+# foot, the modules at the top of core/ that the rest stands on (content, tokens, validity,
+# prices, settings); the session, at the head, ties them together.
+CORE_ROOMS = ("", "tools", "history", "density", "cache", "compression", "stats", "session")
+CORE_TOP_MOST = 10
+"""At most this many modules lie at the top of core/ (the rest are in rooms)."""
+
+
 def _name(path: Path) -> str:
     """The module's absolute name (a package's is its folder's)."""
     return ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(
@@ -148,6 +156,14 @@ def _shown(module: str) -> str:
     return str(NAMES[module].relative_to(PACKAGE)) if module in NAMES else module
 
 
+def _core_room(name: str) -> str | None:
+    """The room of core/ a module is in (``""``: the top of core/), or None outside it."""
+    parts = name.split(".")
+    if parts[:2] != ["hdcontext", "core"]:
+        return None
+    return parts[2] if len(parts) > 3 else ""
+
+
 def _room(name: str) -> str | None:
     parts = name.split(".")
     return parts[2] if len(parts) > 2 and parts[:2] == ["hdcontext", "edges"] else None
@@ -227,3 +243,30 @@ def test_every_edge_module_is_in_a_room_and_the_rooms_are_stacked() -> None:
     for room, below in ROOMS.items():
         assert room in below
         assert all(ROOMS[other] < below for other in below - {room}), room
+
+
+CORE_MODULES = sorted(p for p in (PACKAGE / "core").rglob("*.py") if p.name != "__init__.py")
+
+
+@pytest.mark.parametrize(
+    "path", CORE_MODULES, ids=[str(p.relative_to(PACKAGE)) for p in CORE_MODULES]
+)
+def test_each_room_of_the_core_imports_only_the_rooms_below_it(path: Path) -> None:
+    room = _core_room(_name(path))
+    assert room in CORE_ROOMS, f"{path.relative_to(PACKAGE)} is in no room CORE_ROOMS names"
+    below = CORE_ROOMS[: CORE_ROOMS.index(room) + 1]
+    for line, name in _imports(path):
+        target = _core_room(_in_package(name) or "")
+        if target is not None:
+            assert target in below, (
+                f"{path.relative_to(PACKAGE)}:{line} imports {name}: the core's {room or 'top'} "
+                f"may import {', '.join(r or 'top' for r in below)}"
+            )
+
+
+def test_the_top_of_the_core_holds_few_modules_and_every_room_is_named() -> None:
+    core = PACKAGE / "core"
+    top = sorted(p.name for p in core.glob("*.py") if p.name != "__init__.py")
+    assert len(top) <= CORE_TOP_MOST, top
+    rooms = {p.name for p in core.iterdir() if (p / "__init__.py").exists()}
+    assert rooms == set(CORE_ROOMS) - {""}

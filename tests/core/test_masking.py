@@ -20,10 +20,10 @@ from hdcontext.core.density.edits import Edit
 from hdcontext.core.density.engine import DensityEngine
 from hdcontext.core.density.masking import describe_call
 from hdcontext.core.density.optimize import _ListHistory, optimize
-from hdcontext.core.density.types import MASK_RETENTION, DensityConfig, DensityResult
+from hdcontext.core.density.types import DensityConfig, DensityResult
 from hdcontext.core.history.history import History
 from hdcontext.core.session.session import Session
-from hdcontext.core.settings import SettingError, resolve, validate
+from hdcontext.core.settings import MASK_RETENTION, SettingError, resolve, validate
 from hdcontext.core.tools.shell.commands import exit_status
 from hdcontext.core.tools.summary import OutputFacts, is_compact, is_masked, masked_pointer
 

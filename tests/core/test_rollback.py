@@ -98,7 +98,7 @@ async def _apply(s: Session, change: tuple[str, Any], ids: _Counter) -> None:
     elif what == "disk":
         s.note_write(f"{ROOT}/{value}", 10**12)
     elif what == "todos":
-        from hdcontext.core.compression.types import Todo
+        from hdcontext.core.tools.todos import Todo
 
         s.set_todos([Todo(id="1", content="finish")])
     else:

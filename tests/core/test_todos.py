@@ -6,9 +6,8 @@ import json
 
 import pytest
 
-from hdcontext.core.compression.types import Todo
 from hdcontext.core.content import ContentError, IContent, ToolCallBlock
-from hdcontext.core.tools.todos import latest_todo_write, parse_todos
+from hdcontext.core.tools.todos import Todo, latest_todo_write, parse_todos
 
 from .strategy_builders import ai, call, human, response
 

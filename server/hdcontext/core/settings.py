@@ -31,8 +31,15 @@ from pydantic import (
 from pydantic.config import JsonDict
 from pydantic.fields import FieldInfo
 
-from .density.types import MASK_RETENTION, Masking
 from .prices import PRICES, PriceOverrideError, lookup, normalize, override
+
+Masking: TypeAlias = Literal["off", "cold", "always"]
+"""``compression.density.masking``: whether tool output the model has read becomes a pointer,
+and when (``density/masking.py``)."""
+
+MASK_RETENTION = 3
+"""``compression.density.maskRetention``'s default: the newest tool outputs never masked.
+Provisional: the replay (``bench/holdout.py``, each project left out in turn) picks it."""
 
 Source: TypeAlias = Literal["override", "settings", "default"]
 

@@ -25,8 +25,9 @@ from ..content import (
     is_empty_ai,
     text_entry,
 )
+from ..tools.todos import Todo
 from .prompts import COMPRESSION_PROMPT
-from .types import CompressionContext, CompressionError, SummarizeRequest, SummarizerError, Todo
+from .types import CompressionContext, CompressionError, SummarizeRequest, SummarizerError
 
 SNAPSHOT_TAG = "<state_snapshot>"
 TRIGGER_INSTRUCTION = "First, reason in your scratchpad. Then, generate the <state_snapshot>."

@@ -15,6 +15,7 @@ from typing import Literal, Protocol, TypeAlias
 
 from ..content import IContent
 from ..density.types import DensityConfig, DensityResult
+from ..tools.todos import Todo
 
 TriggerMode: TypeAlias = Literal["threshold", "continuous"]
 
@@ -25,18 +26,6 @@ class StrategyTrigger:
 
     mode: TriggerMode
     default_threshold: float
-
-
-@dataclass(frozen=True)
-class Todo:
-    id: str
-    content: str
-    status: str = "pending"
-    subtasks: tuple[Todo, ...] = ()
-
-    @property
-    def active(self) -> bool:
-        return self.status not in ("completed", "cancelled", "done")
 
 
 @dataclass(frozen=True)

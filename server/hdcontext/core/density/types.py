@@ -9,17 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
 
 from ..content import IContent
-
-Masking: TypeAlias = Literal["off", "cold", "always"]
-"""``compression.density.masking``: whether tool output the model has read becomes a pointer,
-and when (``masking.py``)."""
-
-MASK_RETENTION = 3
-"""``compression.density.maskRetention``'s default: the newest tool outputs never masked.
-Provisional: the replay (``bench/holdout.py``, each project left out in turn) picks it."""
+from ..settings import MASK_RETENTION, Masking
 
 
 @dataclass(frozen=True)

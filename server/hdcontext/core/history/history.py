@@ -26,22 +26,34 @@ snapshot (for a request that must change all or nothing) a matter of references 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, pairwise
+from typing import Protocol
 
 from ..content import IContent, entry_from_json, entry_json, is_empty_ai
-from ..density.types import DensityResult
 from ..tokens import count_entry
 from .journal import Change, Journal
 from .stored import PACK_MIN, Blob, Entries, Unpacked, pack, unpack
+
+
+class Edits(Protocol):
+    """What the history applies of a density result (``density.types.DensityResult``): the
+    indices removed and the entries that replace others. Named here, not imported, so that
+    the history stands below the density engine that reads it."""
+
+    @property
+    def removals(self) -> Sequence[int]: ...
+
+    @property
+    def replacements(self) -> Mapping[int, IContent]: ...
 
 
 class DensityApplyError(ValueError):
     """A DensityResult that breaks REQ-HD-001.6 (conflict) or REQ-HD-001.7 (bounds)."""
 
 
-def check_density_result(result: DensityResult, length: int) -> None:
+def check_density_result(result: Edits, length: int) -> None:
     removals = set(result.removals)
     conflict = removals.intersection(result.replacements)
     if conflict:
@@ -297,7 +309,7 @@ class History:
         self._transcript.extend(ready.blobs)
         self.journal.record(Change(added=tuple(zip(keys, ready.blobs, strict=True))))
 
-    def apply_density_result(self, result: DensityResult) -> None:
+    def apply_density_result(self, result: Edits) -> None:
         """REQ-HD-003: check, then replacements first, then removals highest first.
 
         Only the replaced entries are recounted and looked at again; the rest keep their

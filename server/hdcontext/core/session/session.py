@@ -32,7 +32,6 @@ from ..compression.types import (
     CompressionContext,
     CompressionStrategy,
     SummarizeRequest,
-    Todo,
     can_optimize,
     target_tokens,
 )
@@ -56,7 +55,7 @@ from ..history.thinking import Turn, compression_waits, first_change, keeps, lat
 from ..prices import binds_thinking
 from ..settings import Resolved, Settings, resolve, validate
 from ..stats.calls import BilledUsage, CallEvent, CallMade, CallRefused, Retrieved, UsageReported
-from ..tools.todos import latest_todo_write
+from ..tools.todos import Todo, latest_todo_write
 from .replies import (
     CacheReport,
     CompactSummary,

@@ -9,7 +9,7 @@ from typing import Any
 from ..cache.ledger import CostLedger
 from ..cache.pricing import DEFAULT_TTL_SECONDS
 from ..cache.prompt_cache import PromptCache
-from ..compression.types import Todo
+from ..tools.todos import Todo
 from .replies import Usage
 
 

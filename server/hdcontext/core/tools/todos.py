@@ -10,15 +10,30 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from ..compression.types import Todo
 from ..content import ContentError, IContent, ToolCallBlock, ToolResponseBlock, validation_messages
 
 # Tool names agents give their todo writer, compared after ``_tool_key``: llxprt's
 # ``todo_write``, Claude Code's ``TodoWrite``, opencode's ``todowrite``.
 _TODO_WRITE_KEY = "todowrite"
+
+
+@dataclass(frozen=True)
+class Todo:
+    """One item of the agent's todo list (a subtask has its own): what compression keeps
+    in view, wherever the list came from."""
+
+    id: str
+    content: str
+    status: str = "pending"
+    subtasks: tuple[Todo, ...] = ()
+
+    @property
+    def active(self) -> bool:
+        return self.status not in ("completed", "cancelled", "done")
 
 
 class _Subtask(BaseModel):

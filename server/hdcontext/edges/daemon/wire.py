@@ -14,7 +14,6 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints, ValidationError
 from pygls.exceptions import JsonRpcException
 
-from ...core.compression.types import Todo
 from ...core.content import (
     ContentError,
     IContent,
@@ -22,7 +21,7 @@ from ...core.content import (
     parse_entry,
     validation_messages,
 )
-from ...core.tools.todos import parse_todos
+from ...core.tools.todos import Todo, parse_todos
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
