@@ -19,7 +19,10 @@ DONE_TEXT = "All done: notes.txt now says beta."
 
 
 def last_result_step(body: dict[str, Any]) -> int | None:
-    """The step of the newest tool result in an Anthropic or OpenAI request, if any."""
+    """The step of the newest tool result in an Anthropic, OpenAI chat or Responses API
+    request, if any."""
+    if "input" in body:
+        return _last_output_step(body["input"])
     messages = body.get("messages") or []
     for message in reversed(messages):
         ids: list[str] = []
@@ -38,6 +41,18 @@ def last_result_step(body: dict[str, Any]) -> int | None:
             found = _STEP.search(call_id)
             if found:
                 return int(found.group(1))
+    return None
+
+
+def _last_output_step(items: list[Any]) -> int | None:
+    for item in reversed(items):
+        kind = item.get("type") or "message"
+        if kind.endswith("_output"):
+            found = _STEP.search(str(item.get("call_id")))
+            if found:
+                return int(found.group(1))
+        elif kind != "message" or item.get("role") == "assistant":
+            return None
     return None
 
 

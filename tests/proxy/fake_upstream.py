@@ -1,6 +1,7 @@
 """A scripted provider for the proxy's tests: an aiohttp server on loopback that records every
-request it gets (path, headers, JSON body) and answers as a script says, in Anthropic's or
-OpenAI's shape, as JSON or as an event stream (SSE) when the request asks to stream."""
+request it gets (path, headers, JSON body) and answers as a script says, in Anthropic's shape,
+OpenAI's chat completions' or its Responses API's, as JSON or as an event stream (SSE) when the
+request asks to stream."""
 
 from __future__ import annotations
 
@@ -20,6 +21,13 @@ ANTHROPIC_USAGE = {
     "cache_read_input_tokens": 1000,
     "cache_creation_input_tokens": 200,
     "output_tokens": 7,
+}
+RESPONSES_USAGE = {
+    "input_tokens": 1300,
+    "input_tokens_details": {"cached_tokens": 1000, "cache_write_tokens": 200},
+    "output_tokens": 9,
+    "output_tokens_details": {"reasoning_tokens": 4},
+    "total_tokens": 1309,
 }
 OPENAI_USAGE = {
     "prompt_tokens": 1300,
@@ -50,6 +58,10 @@ class FakeUpstream:
     """How many API requests ``refuse`` answers before the script answers again (``None``:
     all of them): an upstream overloaded for a moment, whose client retries."""
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    responses_usage: dict[str, Any] = field(default_factory=lambda: dict(RESPONSES_USAGE))
+    reasoning: bool = True
+    """Whether a Responses API answer starts with a ``reasoning`` item (its
+    ``encrypted_content`` opaque, as the real API's)."""
     openai_message_extras: dict[str, Any] = field(default_factory=dict)
     """Keys added to each OpenAI answer's message in one body, as the real API adds
     ``refusal: null`` and ``annotations: []``."""
@@ -58,6 +70,7 @@ class FakeUpstream:
         app = web.Application(client_max_size=512 * 1024 * 1024)
         app.router.add_post("/v1/messages", self._anthropic)
         app.router.add_post("/v1/chat/completions", self._openai)
+        app.router.add_post("/v1/responses", self._responses)
         app.router.add_route("*", "/{tail:.*}", self._other)
         return app
 
@@ -148,8 +161,87 @@ class FakeUpstream:
         )
         return await _sse(request, chunks)
 
+    async def _responses(self, request: web.Request) -> web.StreamResponse:
+        body = await self._record(request)
+        if (refused := self._refused()) is not None:
+            return refused
+        if not isinstance(body, dict):
+            return web.json_response({"error": {"message": "bad"}}, status=400)
+        n = next(self.ids)
+        output = responses_output(self.script(body), n, self.reasoning)
+        response = {
+            "id": f"resp_{n}",
+            "object": "response",
+            "created_at": 1,
+            "status": "completed",
+            "model": body.get("model", "gpt"),
+            "output": output,
+            "usage": self.responses_usage,
+        }
+        if not body.get("stream"):
+            return web.json_response(response)
+        return await _sse(request, responses_events(response))
 
-API_PATHS = ("/v1/messages", "/v1/chat/completions")
+
+API_PATHS = ("/v1/messages", "/v1/chat/completions", "/v1/responses")
+
+
+def encrypted(n: int) -> str:
+    """A reasoning item's ``encrypted_content``: opaque, long, base64 with ``+`` and ``/``."""
+    return "gAAAAB" + ("Zm9v+YmFy/" * 40) + f"{n:04d}=="
+
+
+def responses_output(blocks: list[dict[str, Any]], n: int, reasoning: bool) -> list[Any]:
+    """Anthropic-shaped blocks as the Responses API's output items: a reasoning item first
+    (when asked), then a message for the text and a ``function_call`` for each tool use."""
+    out: list[dict[str, Any]] = []
+    if reasoning:
+        out.append(
+            {
+                "id": f"rs_{n}",
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": f"thinking {n}"}],
+                "encrypted_content": encrypted(n),
+            }
+        )
+    text = "".join(b["text"] for b in blocks if b["type"] == "text")
+    if text:
+        out.append(
+            {
+                "id": f"msg_{n}",
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        )
+    for b in blocks:
+        if b["type"] == "tool_use":
+            out.append(
+                {
+                    "id": f"fc_{b['id']}",
+                    "type": "function_call",
+                    "status": "completed",
+                    "name": b["name"],
+                    "arguments": json.dumps(b["input"]),
+                    "call_id": b["id"],
+                }
+            )
+    return out
+
+
+def responses_events(response: dict[str, Any]) -> list[tuple[str | None, dict[str, Any] | str]]:
+    """A response as the API streams it: created, each output item added and done, then
+    completed with the whole response (its usage in it)."""
+    started = {**response, "status": "in_progress", "output": [], "usage": None}
+    events: list[tuple[str | None, dict[str, Any] | str]] = [
+        ("response.created", {"type": "response.created", "response": started})
+    ]
+    for index, item in enumerate(response["output"]):
+        for kind in ("response.output_item.added", "response.output_item.done"):
+            events.append((kind, {"type": kind, "output_index": index, "item": item}))
+    events.append(("response.completed", {"type": "response.completed", "response": response}))
+    return events
 
 
 async def _sse(

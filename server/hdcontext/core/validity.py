@@ -108,6 +108,10 @@ class Turn:
 
     role: Role
     parts: tuple[Part, ...]
+    joins: bool = False
+    """An assistant turn that goes on the one right before it, when that is the model's too:
+    the Responses API sends a turn of the model as items of its own (its reasoning, its
+    message, each call), which the rules read as one turn."""
 
 
 def turn_problems(
@@ -143,12 +147,14 @@ class _Checker:
     leading: bool = False  # still in the results that must open the answer to last_model
 
     def run(self, turns: Sequence[Turn], offset: int = 0) -> _Checker:
+        previous: Role | None = None
         for index, turn in enumerate(turns, offset):
             if not turn.parts:
                 self._add("empty_message", index)
-            if turn.role == "assistant":
+            if turn.role == "assistant" and not (turn.joins and previous == "assistant"):
                 self._close()
                 self.last_model, self.leading = index, True
+            previous = turn.role
             for part in turn.parts:
                 self._part(part, turn.role, index)
         self._close()
@@ -389,6 +395,8 @@ def payload_problems(fmt: str, payload: object) -> list[Problem]:
         return turn_problems(anthropic_turns(payload))
     if fmt == "gemini":
         return turn_problems(gemini_turns(payload))
+    if fmt == "openai-responses":
+        return turn_problems(responses_turns(payload))
     raise ValueError(f"no provider rules for {fmt!r}")
 
 
@@ -484,6 +492,60 @@ def anthropic_turn(message: object) -> Turn | None:
         else:
             parts.append(Part("other"))
     return Turn(role, tuple(parts))
+
+
+RESPONSES_CALLS = {
+    "function_call": "call_id",
+    "custom_tool_call": "call_id",
+    "local_shell_call": "call_id",
+}
+RESPONSES_OUTPUTS = {
+    "function_call_output": "call_id",
+    "custom_tool_call_output": "call_id",
+    "local_shell_call_output": "id",
+}
+"""The Responses API's calls and outputs, with the key that holds the call's id."""
+
+
+def responses_turns(payload: object) -> list[Turn]:
+    """Responses API ``input`` items (or a body holding them). Leading system/developer
+    messages are not turns, as in chat completions."""
+    turns: list[Turn] = []
+    for item in _messages(payload, "input"):
+        if isinstance(item, Mapping) and item.get("role") in OPENAI_PROMPT_ROLES and not turns:
+            continue
+        turn = responses_turn(item)
+        if turn is not None:
+            turns.append(turn)
+    return turns
+
+
+def responses_turn(item: object) -> Turn | None:
+    """One Responses API item as a turn: each item of the model's side joins the model's
+    turn before it; an output answers its call; a message of another role is the user's."""
+    if not isinstance(item, Mapping):
+        return None
+    kind = item.get("type") or ("message" if "role" in item else None)
+    if kind in RESPONSES_OUTPUTS:
+        return Turn("user", (Part("response", str(item.get(RESPONSES_OUTPUTS[kind]))),))
+    if kind in RESPONSES_CALLS:
+        return Turn("assistant", (Part("call", str(item.get(RESPONSES_CALLS[kind]))),), True)
+    if kind != "message":
+        return Turn("assistant", (Part("other"),), True)  # reasoning, a server tool's call
+    parts = tuple(_responses_content(item.get("content")))
+    return Turn("assistant" if item.get("role") == "assistant" else "user", parts, True)
+
+
+def _responses_content(content: object) -> Iterable[Part]:
+    if isinstance(content, str):
+        yield _text_part(content)
+        return
+    for part in content if isinstance(content, list) else []:
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind in ("input_text", "output_text"):
+            yield _text_part(part.get("text"))
+        else:
+            yield Part("other")
 
 
 def gemini_turns(payload: object) -> list[Turn]:

@@ -30,7 +30,7 @@ from ...formats.exporters import anthropic as exporter
 from ...formats.importers import anthropic_messages as importer
 from ...formats.importers.blocks import entry, text_of_parts, user_entries
 from . import marks
-from .api import Shape, Unsupported
+from .api import Shape, Unsupported, user_line
 from .usage import Billed, anthropic_billed
 
 _MESSAGE_KEYS = frozenset({"role", "content"})
@@ -166,7 +166,18 @@ def _with_extras(item: IContent, extras: dict[str, Any]) -> IContent:
 
 class AnthropicApi:
     name = "anthropic"
+    upstream = "anthropic"
+    key = "messages"
     prompt_roles: frozenset[str] = frozenset()
+
+    def as_sent(self, body: Mapping[str, Any]) -> str | None:
+        return None
+
+    def opens(self, element: object, previous: object) -> bool:
+        return isinstance(element, Mapping) and element.get("role") == "assistant"
+
+    def refresh_fields(self, conversation: list[dict[str, Any]], line: str) -> dict[str, Any]:
+        return {"messages": user_line(self, conversation, line), "max_tokens": 1}
 
     def messages(self, body: Mapping[str, Any]) -> list[Any]:
         messages = body.get("messages")

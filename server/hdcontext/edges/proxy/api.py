@@ -58,10 +58,37 @@ class Shape:
 
 class Api(Protocol):
     name: str
-    """``anthropic`` or ``openai``: the upstream it goes to, and the session id's prefix."""
+    """What the session id's prefix says the conversation speaks (``anthropic``, ``openai``,
+    ``responses``, ``gemini``)."""
+
+    upstream: str
+    """The upstream it goes to (``anthropic``, ``openai``, ``gemini``)."""
+
+    key: str
+    """The body's member that holds the conversation (``messages``, ``input``, ``contents``)."""
 
     prompt_roles: frozenset[str]
     """Roles whose messages, before any other, are the client's prompt and not turns."""
+
+    def opens(self, element: object, previous: object) -> bool:
+        """Whether ``element`` opens one ``ai`` entry (exactly one, whatever follows it), after
+        ``previous`` (``None``: an element that opens none, or the conversation's start).
+        An Anthropic or chat-completions assistant message does; in the Responses API, the
+        first of a run of the model's items."""
+        ...
+
+    def refresh_fields(self, conversation: list[dict[str, Any]], line: str) -> dict[str, Any]:
+        """A refresh call's conversation (``conversation``, the messages the last request
+        sent, with ``line`` as one more short user turn) and the fields that ask the least
+        output the API allows: what ``Compactor.refresh_body`` puts over the agent's last
+        request."""
+        ...
+
+    def as_sent(self, body: Mapping[str, Any]) -> str | None:
+        """Why a request must go as it came although its conversation could be carried (the
+        provider holds the history, or is asked to do something with exactly what was sent),
+        or ``None``: what nearly every request gets."""
+        ...
 
     def head(self, messages: Sequence[Any]) -> int:
         """How many leading elements of the body's ``messages`` are the client's prompt (they
@@ -133,3 +160,16 @@ class Api(Protocol):
         ...
 
     def billed(self, usage: object) -> Billed | None: ...
+
+
+class Merges(Protocol):
+    def merge(self, first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]: ...
+
+
+def user_line(api: Merges, messages: list[dict[str, Any]], line: str) -> list[dict[str, Any]]:
+    """``messages`` with ``line`` as a user turn after them: merged into the last message
+    when that is a user's already (two in a row would be refused)."""
+    said = {"role": "user", "content": [{"type": "text", "text": line}]}
+    if messages and messages[-1].get("role") == "user":
+        return [*messages[:-1], api.merge(messages[-1], said)]
+    return [*messages, said]

@@ -36,6 +36,7 @@ from .egress import tls_context
 from .guard import refusal
 from .keepwarm import Caller, KeepWarm, Send
 from .openai import OpenAiApi
+from .responses import ResponsesApi
 from .routes import ApiName, Placed, place
 from .upstream import SESSION_HEADER, Forwarded, Upstream, forward, request_headers, saved
 from .usage import from_json
@@ -66,7 +67,11 @@ class ProxyState:
     compacted: int = 0
     unchanged: int = 0
     apis: dict[str, Api] = field(
-        default_factory=lambda: {"anthropic": AnthropicApi(), "openai": OpenAiApi()}
+        default_factory=lambda: {
+            "anthropic": AnthropicApi(),
+            "openai": OpenAiApi(),
+            "responses": ResponsesApi(),
+        }
     )
     dashboard: Dashboard | None = None
     """The savings page (``GET /``) of the sessions this proxy keeps."""
@@ -161,11 +166,13 @@ def _session(state: ProxyState) -> aiohttp.ClientSession:
     return state.client
 
 
-CARRIED: dict[tuple[str, str], ApiName] = {
+CARRIED: dict[tuple[str, str], str] = {
     ("POST", "/v1/messages"): "anthropic",
     ("POST", "/v1/chat/completions"): "openai",
+    ("POST", "/v1/responses"): "responses",
 }
-"""The requests whose conversation goes through hdcontext, by method and path."""
+"""The requests whose conversation goes through hdcontext, by method and path: the API
+(``ProxyState.apis``) that reads them."""
 
 
 async def _dispatch(request: web.Request) -> web.StreamResponse:
@@ -174,8 +181,10 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
     placed = place(request.path, request.headers, request.query)
     if placed.api is None:
         return _not_forwarded(request.app[STATE], request, placed)
-    if CARRIED.get((request.method, request.path)) == placed.api:
-        return await _through(request, placed.api)
+    carried = CARRIED.get((request.method, request.path))
+    state = request.app[STATE]
+    if carried is not None and state.apis[carried].upstream == placed.api:
+        return await _through(request, carried)
     return await _passthrough(request, placed.api)
 
 
@@ -229,7 +238,7 @@ def _answered(name: str, what: str, done: Forwarded, started: float) -> None:
 async def _through(request: web.Request, name: str) -> web.StreamResponse:
     state = request.app[STATE]
     api = state.apis[name]
-    upstream = state.upstreams[name]
+    upstream = state.upstreams[api.upstream]
     raw = await read_body(request)
     state.requests += 1
     log.debug("%s %s: %d bytes in", name, request.path, len(raw))
@@ -246,7 +255,9 @@ async def _through(request: web.Request, name: str) -> web.StreamResponse:
         (sent - started) * 1000,
     )
     saving = compacted.saving if compacted is not None else None
-    done: Forwarded = await forward(_session(state), request, upstream, body, billed_of, saving)
+    done: Forwarded = await forward(
+        _session(state), request, upstream, body, billed_of, saving, api.name
+    )
     await saved(saving)  # an answer in one body goes out once this handler returns
     _answered(name, compacted.session_id if compacted is not None else request.path, done, sent)
     if compacted is not None and done.refused:
@@ -282,7 +293,7 @@ def refresher(state: ProxyState) -> Send:
 
     async def send(session_id: str, caller: Caller, result: CompactResult, at: int) -> None:
         api = state.apis[caller.api]
-        upstream = state.upstreams[caller.api]
+        upstream = state.upstreams[api.upstream]
         data = state.compactor.refresh_body(api, caller.params, result)
         url = upstream.url(caller.path)
         headers = CIMultiDict(caller.headers)

@@ -346,7 +346,7 @@ def _checked(
     limit = min(len(turns), len(previous))
     while start < limit and turns[start] is previous[start]:
         start += 1
-    while start > 0 and start < len(previous) and previous[start].role != "assistant":
+    while start > 0 and start < len(previous) and _inside_a_turn(previous, start):
         start -= 1
     if start == 0:
         calls: list[str] = []
@@ -360,3 +360,12 @@ def _checked(
         calls.extend(turn_calls(turn))
         calls_at.append(len(calls))
     return problems, calls, calls_at
+
+
+def _inside_a_turn(turns: Sequence[Turn], at: int) -> bool:
+    """Whether a check may not start at ``turns[at]``: it is not the model's, or it goes on
+    the model's turn right before it (the Responses API's items of one turn)."""
+    turn = turns[at]
+    if turn.role != "assistant":
+        return True
+    return turn.joins and at > 0 and turns[at - 1].role == "assistant"

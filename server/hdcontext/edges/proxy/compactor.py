@@ -102,6 +102,8 @@ indexed and stored)."""
 RESUME_WITHIN_MS = 3600 * 1000
 """The conversations whose last request was made this recently are kept across a restart (an
 hour: the longest a provider's prompt cache lasts; a restart is usually seconds)."""
+GLANCED = 64
+"""Elements read to name the session of a conversation not seen before (its first entry)."""
 INLINE_BYTES = 256 * 1024
 """A request whose new part is smaller is read on the event loop (a thread's hand-off costs
 more than that); a larger one, or a conversation not seen before, on a worker thread."""
@@ -266,12 +268,14 @@ def _take(api: Api, raw: bytes, match: _Match | None, splicer: Splicer, client: 
             break
         cut = memo.cut_at[k]
         stop = memo.layout.ends[cut - 1]
-        body = splicer.parse(raw, memo.layout.starts[memo.head], stop, memo.head)
+        body = splicer.parse(raw, memo.layout.starts[memo.head], stop, memo.head, api.key)
         if body is None:
             break
-        elements: list[Any] = body["messages"]
+        _carried(api, body)
+        elements: list[Any] = body[api.key]
         tail_messages = elements[memo.head + 1 :]
-        if not tail_messages or _role(tail_messages[0]) != "assistant":
+        # The element before the cut is the memo's, which opened no turn of the model.
+        if not tail_messages or not api.opens(tail_messages[0], None):
             continue
         api.check(tail_messages, cut - memo.head)
         starts, ends = memo.layout.prefix(cut)
@@ -293,13 +297,21 @@ def _parsed(api: Api, raw: bytes) -> tuple[dict[str, Any], list[Any], int]:
         raise NotJson("the body is not JSON") from None
     if not isinstance(body, dict):
         raise NotJson("the body is not a JSON object")
-    elements = body.get("messages")
+    _carried(api, body)
+    elements = body.get(api.key)
     if not isinstance(elements, list) or not elements:
-        raise Unsupported("no 'messages' list")
+        raise Unsupported(f"no '{api.key}' list")
     head = api.head(elements)
     if head >= len(elements):
         raise Unsupported("no conversation after the system messages")
     return body, elements, head
+
+
+def _carried(api: Api, body: Mapping[str, Any]) -> None:
+    """Unsupported when the API says the request must go as it came (``api.as_sent``)."""
+    reason = api.as_sent(body)
+    if reason is not None:
+        raise Unsupported(reason)
 
 
 @dataclass(frozen=True)
@@ -314,7 +326,9 @@ def _glance(api: Api, raw: bytes, client: str) -> _Glance:
     """Parse a body and name its session from its first message alone: what deciding how
     to take a conversation not seen before needs."""
     body, elements, head = _parsed(api, raw)
-    first = elements[head : head + 1]
+    # The first entry may span several elements (the Responses API's items of one turn):
+    # enough of them are read that it is whole, as reading the conversation whole reads it.
+    first = elements[head : head + GLANCED]
     api.check(first, 0)
     entries = api.import_messages(first)
     wire = entries[0].to_wire() if entries else None
@@ -327,12 +341,12 @@ def _take_whole(api: Api, raw: bytes, client: str, parsed: dict[str, Any] | None
         body, elements, head_count = _parsed(api, raw)
     else:
         body = parsed
-        elements = body["messages"]
+        elements = body[api.key]
         head_count = api.head(elements)
     messages = elements[head_count:]
     api.check(messages, 0)
     try:
-        layout: Layout | None = find(raw, elements)
+        layout: Layout | None = find(raw, elements, api.key)
     except LayoutError:
         layout = None
     return _finish(api, raw, body, elements[:head_count], messages, layout, None, -1, client)
@@ -372,11 +386,13 @@ def _finish(
     cut_mode = list(memo.cut_mode[: k + 1]) if memo is not None else []
     calls = list(calls_before)
     ai = iter(i for i, e in enumerate(tail) if e.speaker == "ai")
-    assistants = [i for i, m in enumerate(tail_messages) if _role(m) == "assistant"]
-    aligned = sum(1 for e in tail if e.speaker == "ai") == len(assistants)
+    opening = [
+        api.opens(m, tail_messages[i - 1] if i else None) for i, m in enumerate(tail_messages)
+    ]
+    aligned = sum(1 for e in tail if e.speaker == "ai") == sum(opening)
     entry_at = 0
     for i, message in enumerate(tail_messages):
-        if aligned and _role(message) == "assistant" and (i > 0 or memo is None):
+        if aligned and opening[i] and (i > 0 or memo is None):
             e = next(ai)
             for turn in turns[entry_at:e]:
                 calls.extend(turn_calls(turn))
@@ -385,7 +401,7 @@ def _finish(
             cut_entry.append(kept + e)
             cut_calls.append(len(calls))
             cut_mode.append(mode)
-        elif aligned and _role(message) == "assistant":
+        elif aligned and opening[i]:
             next(ai)  # the message the request resumed at: its cut is the memo's
         mode = api.export_mode(body, (message,), mode)
     for turn in turns[entry_at:]:
@@ -412,10 +428,6 @@ def _finish(
         return _take_whole(api, raw, client).tail
 
     return _Taken(body, made, tail, kept, mode, resent)
-
-
-def _role(message: object) -> object:
-    return message.get("role") if isinstance(message, Mapping) else None
 
 
 class _Known(Resent):
@@ -577,14 +589,9 @@ class Compactor:
         if built.problems:
             raise InvalidResult("the refresh call would break the provider's rules")
         messages = [orjson.loads(m) for m in built.messages]
-        line = {"role": "user", "content": [{"type": "text", "text": REFRESH_TEXT}]}
-        if messages and messages[-1].get("role") == "user":
-            messages[-1] = api.merge(messages[-1], line)
-        else:
-            messages.append(line)
-        body = {k: v for k, v in params.items() if k not in ("messages", "stream")}
+        body = {k: v for k, v in params.items() if k not in (api.key, "stream")}
         body.update(api.body_edits(params, built.marked))
-        body.update(messages=messages, max_tokens=1)
+        body.update(api.refresh_fields(messages, REFRESH_TEXT))
         return orjson.dumps(body)
 
     def _lifetime(
@@ -902,24 +909,25 @@ def _body(
     written again, the conversation's bytes kept."""
     memo = taken.memo
     layout = memo.layout
+    key = api.key
     if edits:
-        body = {k: v for k, v in taken.body.items() if k != "messages"}
+        body = {k: v for k, v in taken.body.items() if k != key}
         body.update(edits)
         if len(layout) == 0:
-            head = [orjson.dumps(m) for m in taken.body["messages"][: memo.head]]
+            head = [orjson.dumps(m) for m in taken.body[key][: memo.head]]
             elements = b",".join([*head, *messages])
         elif memo.head == 0:
             elements = b",".join(messages)
         else:
             first = layout.starts[memo.head] if messages else layout.ends[memo.head - 1]
             elements = raw[layout.starts[0] : first] + b",".join(messages)
-        body["messages"] = orjson.Fragment(b"[" + elements + b"]")
+        body[key] = orjson.Fragment(b"[" + elements + b"]")
         return orjson.dumps(body)
     if len(layout) == 0:
         body = dict(taken.body)
-        head = [orjson.dumps(m) for m in body["messages"][: memo.head]]
+        head = [orjson.dumps(m) for m in body[key][: memo.head]]
         joined = b"[" + b",".join([*head, *messages]) + b"]"
-        body["messages"] = orjson.Fragment(joined)
+        body[key] = orjson.Fragment(joined)
         return orjson.dumps(body)
     first, last = layout.starts[memo.head], layout.ends[-1]
     if not messages:

@@ -32,7 +32,7 @@ from ...formats.conversation import Conversation, FormatError
 from ...formats.exporters import openai as exporter
 from ...formats.importers import openai_chat as importer
 from .anthropic import kind_name
-from .api import Shape, Unsupported
+from .api import Shape, Unsupported, user_line
 from .openai_cache import RETENTION_KEY, retention_to_ask
 from .usage import Billed, openai_billed
 
@@ -145,7 +145,18 @@ def check(messages: Sequence[Any], offset: int = 0) -> None:
 
 class OpenAiApi:
     name = "openai"
+    upstream = "openai"
+    key = "messages"
     prompt_roles = OPENAI_PROMPT_ROLES
+
+    def as_sent(self, body: Mapping[str, Any]) -> str | None:
+        return None
+
+    def opens(self, element: object, previous: object) -> bool:
+        return isinstance(element, Mapping) and element.get("role") == "assistant"
+
+    def refresh_fields(self, conversation: list[dict[str, Any]], line: str) -> dict[str, Any]:
+        return {"messages": user_line(self, conversation, line), "max_tokens": 1}
 
     def messages(self, body: Mapping[str, Any]) -> list[Any]:
         _, rest = split(body)

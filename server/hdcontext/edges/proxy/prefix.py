@@ -40,7 +40,9 @@ CHUNK = 64 * 1024
 WINDOW = 4 * 1024
 """The first window ``value_end`` gives orjson (doubled until the value ends inside it)."""
 _BLANKS = b" \t\r\n"
-_KEY = b'"messages"'
+KEY = "messages"
+"""The conversation's array in a body when the caller names no other (Anthropic's and OpenAI
+chat's; the Responses API's is ``input``, Gemini's ``contents``)."""
 _AFTER_VALUE = "unexpected content after document"
 """orjson's message when a value is followed by more: its position is where the value ends."""
 
@@ -202,13 +204,14 @@ def walk(
     return Layout(starts, ends)
 
 
-def find(raw: bytes, messages: Sequence[Any]) -> Layout:
-    """The layout of a body's ``messages`` array, read whole: the first ``"messages"`` key
+def find(raw: bytes, messages: Sequence[Any], key: str = KEY) -> Layout:
+    """The layout of a body's conversation array (``key``), read whole: the first such key
     whose array lays out as ``messages`` parsed (a nested one that happens to match is caught
     at the next body: its marker would not be at the top level)."""
-    at = raw.find(_KEY)
+    name = orjson.dumps(key)
+    at = raw.find(name)
     while at >= 0:
-        colon = _skip_blanks(raw, at + len(_KEY))
+        colon = _skip_blanks(raw, at + len(name))
         if colon < len(raw) and raw[colon] == ord(":"):
             bracket = _skip_blanks(raw, colon + 1)
             if bracket < len(raw) and raw[bracket] == ord("[") and messages:
@@ -216,8 +219,8 @@ def find(raw: bytes, messages: Sequence[Any]) -> Layout:
                     return walk(raw, bracket + 1, messages)
                 except LayoutError:
                     pass
-        at = raw.find(_KEY, at + 1)
-    raise LayoutError("no messages array laid out as parsed")
+        at = raw.find(name, at + 1)
+    raise LayoutError(f"no {key} array laid out as parsed")
 
 
 class Splicer:
@@ -229,10 +232,12 @@ class Splicer:
         self._marker = {"\u0000hdcontext-known": nonce}
         self._marker_bytes = orjson.dumps(self._marker)
 
-    def parse(self, raw: bytes, start: int, stop: int, at: int) -> dict[str, Any] | None:
+    def parse(
+        self, raw: bytes, start: int, stop: int, at: int, key: str = KEY
+    ) -> dict[str, Any] | None:
         """``raw`` parsed with ``raw[start:stop]`` (known elements) cut out: the body, its
-        ``messages`` holding the marker at index ``at``, or ``None`` when the cut does not
-        stand where it should (the body is then parsed whole by the caller)."""
+        conversation array (``key``) holding the marker at index ``at``, or ``None`` when the
+        cut does not stand where it should (the body is then parsed whole by the caller)."""
         cut = b"".join((raw[:start], self._marker_bytes, raw[stop:]))
         try:
             body: object = orjson.loads(cut)
@@ -240,7 +245,7 @@ class Splicer:
             return None
         if not isinstance(body, dict):
             return None
-        messages = body.get("messages")
+        messages = body.get(key)
         if not isinstance(messages, list) or len(messages) <= at:
             return None
         found = messages[at]

@@ -158,9 +158,11 @@ async def forward(
     body: bytes,
     billed_of: Callable[[object], Billed | None] | None = None,
     saving: asyncio.Future[None] | None = None,
+    dialect: str | None = None,
 ) -> Forwarded:
     """Send ``body`` upstream in place of the request's, and answer the client with what comes
-    back. ``billed_of`` reads the usage of a successful answer (``None``: not read).
+    back. ``billed_of`` reads the usage of a successful answer (``None``: not read), from an
+    event stream as the API ``dialect`` writes it (the upstream's name when not said).
     ``saving``: the session's commit being written; a streamed answer ends only after it (an
     answer in one body goes out after ``forward`` returns: its caller waits for it)."""
     if _gone(request):  # while hdcontext worked: no call is made for nobody
@@ -194,7 +196,9 @@ async def forward(
         read = billed_of is not None and answer.status == 200
         if answer.content_type == "text/event-stream":
             usage_of = billed_of if read else None
-            streamed = await _stream(request, answer, headers, upstream, usage_of, saving)
+            streamed = await _stream(
+                request, answer, headers, upstream, usage_of, saving, dialect or upstream.name
+            )
             return replace(streamed, refused=answer.status >= 400)
         try:
             data = await _unless_gone(request, answer.read())
@@ -282,10 +286,11 @@ async def _stream(
     upstream: Upstream,
     billed_of: Callable[[object], Billed | None] | None,
     saving: asyncio.Future[None] | None,
+    dialect: str,
 ) -> Forwarded:
     response = web.StreamResponse(status=answer.status, reason=answer.reason, headers=headers)
     await response.prepare(request)
-    usage = StreamUsage(upstream.name) if billed_of is not None else None
+    usage = StreamUsage(dialect) if billed_of is not None else None
     try:
         async for chunk in answer.content.iter_any():
             if usage is not None:

@@ -6,7 +6,8 @@ only ``data:`` lines that mention ``"usage"`` are parsed, so a long stream costs
 per chunk. Anthropic gives its input and cache figures in ``message_start`` and the output in
 ``message_delta`` (and, in ``cache_creation``, how many cache writes were made for an hour);
 OpenAI gives one ``usage`` object, in the last chunk of a stream (when the
-client asked for it with ``stream_options.include_usage``).
+client asked for it with ``stream_options.include_usage``); its Responses API in the response
+that ``response.completed`` (or ``response.incomplete``) carries.
 
 How the answer ended is read along too (Anthropic's ``stop_reason``, OpenAI's
 ``finish_reason``): an answer that calls a tool is followed by the agent's next call within
@@ -53,9 +54,14 @@ class Billed:
 
 def _ended(data: Mapping[str, Any]) -> object:
     """How a whole answer ended: Anthropic's ``stop_reason``, OpenAI's first choice's
-    ``finish_reason``."""
+    ``finish_reason``; for a Responses API response, whether its output calls a tool
+    (``tool_calls``) or answers (``stop``)."""
     if "stop_reason" in data:
         return data.get("stop_reason")
+    output = data.get("output")
+    if data.get("object") == "response" and isinstance(output, list):
+        calls = any(isinstance(i, Mapping) and i.get("type") in _CALLS for i in output)
+        return "tool_calls" if calls else "stop"
     choices = data.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
         return choices[0].get("finish_reason")
@@ -103,6 +109,26 @@ def openai_billed(usage: object) -> Billed | None:
     )
 
 
+_CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
+"""Output items of a Responses API answer that the agent runs and answers at once."""
+
+
+def responses_billed(usage: object) -> Billed | None:
+    """The Responses API's ``usage``: ``input_tokens`` counts every input token; the cached
+    part is ``input_tokens_details.cached_tokens``, what was written to the cache
+    ``input_tokens_details.cache_write_tokens`` (GPT-5.6 and later)."""
+    if not isinstance(usage, Mapping):
+        return None
+    details = usage.get("input_tokens_details")
+    details = details if isinstance(details, Mapping) else {}
+    return Billed(
+        input_tokens=count(usage.get("input_tokens")),
+        cache_read_tokens=count(details.get("cached_tokens")),
+        cache_write_tokens=count(details.get("cache_write_tokens")),
+        output_tokens=count(usage.get("output_tokens")),
+    )
+
+
 def from_json(body: bytes, billed: Callable[[object], Billed | None]) -> Billed | None:
     """The usage of a whole JSON answer, or ``None``."""
     try:
@@ -123,6 +149,8 @@ class StreamUsage:
     """A line longer than this is not kept whole (no usage event is that long)."""
 
     def __init__(self, provider: str) -> None:
+        """``provider``: the API whose events these are (``anthropic``, ``openai`` chat
+        completions, ``responses``)."""
         self._provider = provider
         self._partial = bytearray()
         self._usage: dict[str, Any] = {}
@@ -150,6 +178,8 @@ class StreamUsage:
             return
         if self._provider == "anthropic":
             self._anthropic(event)
+        elif self._provider == "responses":
+            self._responses(event)
         else:
             usage = event.get("usage")
             if isinstance(usage, dict):
@@ -177,6 +207,18 @@ class StreamUsage:
                 self._usage.update({k: v for k, v in usage.items() if v is not None})
                 self._seen = True
 
+    def _responses(self, event: dict[str, Any]) -> None:
+        if event.get("type") not in ("response.completed", "response.incomplete"):
+            return
+        response = event.get("response")
+        if not isinstance(response, dict):
+            return
+        usage = response.get("usage")
+        if isinstance(usage, dict):
+            self._usage = usage
+            self._seen = True
+        self._ended = _ended(response)
+
     @property
     def billed(self) -> Billed | None:
         if self._partial:
@@ -184,5 +226,12 @@ class StreamUsage:
             self._partial = bytearray()
         if not self._seen:
             return None
-        found = (anthropic_billed if self._provider == "anthropic" else openai_billed)(self._usage)
+        found = _READERS.get(self._provider, openai_billed)(self._usage)
         return None if found is None else replace(found, waits_on=waiting_after(self._ended))
+
+
+_READERS: dict[str, Callable[[object], Billed | None]] = {
+    "anthropic": anthropic_billed,
+    "openai": openai_billed,
+    "responses": responses_billed,
+}
