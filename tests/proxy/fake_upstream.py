@@ -57,6 +57,9 @@ class FakeUpstream:
     refusals: int | None = None
     """How many API requests ``refuse`` answers before the script answers again (``None``:
     all of them): an upstream overloaded for a moment, whose client retries."""
+    refuse_if: Callable[[Any], dict[str, Any] | None] | None = None
+    """Body → the error to answer with a 400 (``None``: answer it): a provider rule the proxy
+    does not know."""
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     responses_usage: dict[str, Any] = field(default_factory=lambda: dict(RESPONSES_USAGE))
     reasoning: bool = True
@@ -91,7 +94,9 @@ class FakeUpstream:
         await self._record(request)
         return web.json_response({"path": request.path, "fake": True}, status=404)
 
-    def _refused(self) -> web.Response | None:
+    def _refused(self, body: Any = None) -> web.Response | None:
+        if self.refuse_if is not None and (error := self.refuse_if(body)) is not None:
+            return web.json_response(error, status=400)
         if self.refuse is None or self.refusals == 0:
             return None
         if self.refusals is not None:
@@ -100,7 +105,7 @@ class FakeUpstream:
 
     async def _anthropic(self, request: web.Request) -> web.StreamResponse:
         body = await self._record(request)
-        if (refused := self._refused()) is not None:
+        if (refused := self._refused(body)) is not None:
             return refused
         if not isinstance(body, dict):
             return web.json_response({"type": "error", "error": {"type": "bad"}}, status=400)
@@ -122,7 +127,7 @@ class FakeUpstream:
 
     async def _openai(self, request: web.Request) -> web.StreamResponse:
         body = await self._record(request)
-        if (refused := self._refused()) is not None:
+        if (refused := self._refused(body)) is not None:
             return refused
         if not isinstance(body, dict):
             return web.json_response({"error": {"message": "bad"}}, status=400)
@@ -163,7 +168,7 @@ class FakeUpstream:
 
     async def _responses(self, request: web.Request) -> web.StreamResponse:
         body = await self._record(request)
-        if (refused := self._refused()) is not None:
+        if (refused := self._refused(body)) is not None:
             return refused
         if not isinstance(body, dict):
             return web.json_response({"error": {"message": "bad"}}, status=400)

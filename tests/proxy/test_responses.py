@@ -239,3 +239,72 @@ async def test_a_codex_like_request_is_left_alone_where_nothing_is_stale(
     finally:
         await stop(running, runners)
     assert running.fake.api_requests[-1].body["input"] == items
+
+
+async def test_a_request_the_provider_refuses_after_an_edit_goes_again_as_sent(
+    tmp_path: Path,
+) -> None:
+    """A provider rule hdcontext does not know: the upstream refuses (400) any request that
+    lacks the first call. The edited request it refused goes again as the agent sent it,
+    once; the agent finishes as it would without the proxy; the reason is counted by the
+    error's kind (never its message); the conversation goes as sent from then on."""
+    workspace, notes, _ = notes_workspace(tmp_path)
+    running, runners = await start(tmp_path, notes_script(workspace))
+    error = {
+        "error": {
+            "type": "invalid_request_error",
+            "code": "missing_required_item",
+            "param": "input",
+            "message": "Item 'toolu_step0_0' secret words of the conversation",
+        }
+    }
+
+    def rule(body: Any) -> dict[str, Any] | None:
+        said = json.dumps(body)
+        return error if "function_call" in said and "toolu_step0_0" not in said else None
+
+    running.fake.refuse_if = rule
+    tap, tap_runner, tap_url = await start_tap(running.url)
+    runners.append(tap_runner)
+    try:
+        answer = await agent(tap_url, workspace, "gpt-5.6", "json")
+        async with (
+            aiohttp.ClientSession() as client,
+            client.get(running.url + "/hdcontext/stats.json") as response,
+        ):
+            figures = await response.json()
+        session = running.proxy.state.compactor.as_sent
+        (status,) = await running.statuses()
+    finally:
+        await stop(running, runners)
+    assert answer == DONE_TEXT and notes.read_text().startswith("beta\n")
+    sent = [body for path, body in tap.sent if path == "/v1/responses"]
+    received = [s.body for s in running.fake.api_requests]
+    assert len(received) == len(sent) + 1
+    assert "toolu_step0_0" not in _call_ids(received[-2])  # the edit, refused
+    assert received[-1] == sent[-1]  # again, as the agent sent it
+    assert status["sessionId"] in session
+    (reason,) = figures["proxy"]["reasons"]
+    assert reason["requests"] == 1
+    assert "missing_required_item" in reason["why"] and "secret" not in reason["why"]
+    assert status["usage"]["calls"] == len(sent)  # the refused call was taken back
+
+
+async def test_a_websocket_is_refused_so_that_the_agent_uses_http_at_once(
+    running: Running,
+) -> None:
+    """Codex's built-in OpenAI provider asks for a WebSocket on ``/v1/responses`` first:
+    the proxy answers 426 at once (Codex falls back to HTTP within 100 ms), forwards
+    nothing, and counts it."""
+    async with aiohttp.ClientSession() as client:
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await client.ws_connect(
+                running.url + "/v1/responses",
+                headers={
+                    "Authorization": "Bearer sk-x",
+                    "openai-beta": "responses_websockets=2026-02-06",
+                },
+            )
+    assert refused.value.status == 426
+    assert running.fake.seen == []
+    assert running.proxy.state.not_forwarded

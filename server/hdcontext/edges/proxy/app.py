@@ -36,6 +36,7 @@ from .egress import tls_context
 from .guard import refusal
 from .keepwarm import Caller, KeepWarm, Send
 from .openai import OpenAiApi
+from .resend import REFUSED_STATUS, refusal_kind
 from .responses import ResponsesApi
 from .routes import ApiName, Placed, place
 from .upstream import SESSION_HEADER, Forwarded, Upstream, forward, request_headers, saved
@@ -166,6 +167,14 @@ def _session(state: ProxyState) -> aiohttp.ClientSession:
     return state.client
 
 
+WEBSOCKET = (
+    "the proxy carries these APIs over HTTP, not over a WebSocket: the agent's HTTP transport "
+    "takes the request (Codex falls back to it at once). Nothing was forwarded"
+)
+"""Why a WebSocket upgrade is refused (426): Codex's built-in OpenAI provider tries its
+Responses API over a WebSocket first and sends each turn as new items after a
+``previous_response_id`` there, which leaves nothing to compact; refused, it uses HTTP."""
+
 CARRIED: dict[tuple[str, str], str] = {
     ("POST", "/v1/messages"): "anthropic",
     ("POST", "/v1/chat/completions"): "openai",
@@ -181,6 +190,8 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
     placed = place(request.path, request.headers, request.query)
     if placed.api is None:
         return _not_forwarded(request.app[STATE], request, placed)
+    if request.headers.get("Upgrade", "").lower() == "websocket":
+        return _not_forwarded(request.app[STATE], request, Placed(None, WEBSOCKET, 426))
     carried = CARRIED.get((request.method, request.path))
     state = request.app[STATE]
     if carried is not None and state.apis[carried].upstream == placed.api:
@@ -196,9 +207,11 @@ def _not_forwarded(state: ProxyState, request: web.Request, placed: Placed) -> w
     log.warning("%s request not forwarded: %s", request.method, placed.why)
     message = f"hdcontext proxy: {placed.why}"
     error_type = "not_found_error" if placed.status == 404 else "invalid_request_error"
+    headers = {"Upgrade": "HTTP/1.1"} if placed.status == 426 else None
     return web.json_response(
         {"error": {"type": error_type, "code": placed.status, "message": message}},
         status=placed.status,
+        headers=headers,
     )
 
 
@@ -260,6 +273,10 @@ async def _through(request: web.Request, name: str) -> web.StreamResponse:
     )
     await saved(saving)  # an answer in one body goes out once this handler returns
     _answered(name, compacted.session_id if compacted is not None else request.path, done, sent)
+    again = compacted is not None and _edit_refused(compacted, raw, done)
+    if again:
+        assert compacted is not None
+        done = await _again_as_sent(state, request, api, raw, compacted.session_id, done)
     if compacted is not None and done.refused:
         # Nothing of it was billed or cached: the daemon takes it back, so that the agent's
         # retry is weighed against what the provider really holds.
@@ -275,7 +292,7 @@ async def _through(request: web.Request, name: str) -> web.StreamResponse:
     if state.keep_warm is not None and compacted is not None and not compacted.passed:
         # A call went out: the session's refresh timer starts again from what the daemon
         # named (none after a refused call: what the provider holds is not known).
-        ok = done.status == 200 and compacted.params is not None
+        ok = done.status == 200 and compacted.params is not None and not again
         caller = Caller(
             api=name,
             path=request.path_qs,
@@ -284,6 +301,51 @@ async def _through(request: web.Request, name: str) -> web.StreamResponse:
         )
         state.keep_warm.note(compacted.session_id, caller, compacted.refresh_at if ok else None)
     return done.response
+
+
+def _edit_refused(compacted: Compacted, raw: bytes, done: Forwarded) -> bool:
+    """Whether the provider refused a request hdcontext changed, before any of its answer
+    went to the client (``resend.py``)."""
+    return (
+        not compacted.passed
+        and compacted.body != raw
+        and done.status == REFUSED_STATUS
+        and type(done.response) is web.Response
+    )
+
+
+async def _again_as_sent(
+    state: ProxyState,
+    request: web.Request,
+    api: Api,
+    raw: bytes,
+    session_id: str,
+    done: Forwarded,
+) -> Forwarded:
+    """The request again, as the agent sent it (its answer is the one the agent gets); the
+    refused call taken back, the reason counted, and the conversation sent as it comes
+    from now on when this one went through."""
+    body = done.response.body if isinstance(done.response, web.Response) else b""
+    kind = refusal_kind(body if isinstance(body, bytes) else b"")
+    why = f"the provider refused the request hdcontext edited ({kind}): sent again as it came"
+    _unchanged(state, api, why)
+    try:
+        await state.compactor.refused(session_id)
+    except Exception as exc:
+        log.warning("%s: a refused call not taken back: %s", api.name, type(exc).__name__)
+    started = time.perf_counter()
+    upstream = state.upstreams[api.upstream]
+    again = await forward(_session(state), request, upstream, raw, api.billed, None, api.name)
+    _answered(api.name, session_id, again, started)
+    if again.status < 400:
+        state.compactor.as_sent.add(session_id)
+        log.warning(
+            "%s %s: the provider took the request as the agent sent it; this conversation "
+            "goes as it comes from now on",
+            api.name,
+            session_id,
+        )
+    return again
 
 
 def refresher(state: ProxyState) -> Send:

@@ -73,6 +73,7 @@ from .keepwarm import REFRESH_TEXT
 from .marks import ONE_HOUR, asks_long_in
 from .openai_cache import LONG_RETENTION, LONG_RETENTION_TTL_S, RETENTION_KEY, retention_to_ask
 from .prefix import Layout, LayoutError, Splicer, after, common_prefix, find, walk
+from .resend import AsSent
 from .upstream import abandon
 from .usage import Billed
 
@@ -102,6 +103,7 @@ indexed and stored)."""
 RESUME_WITHIN_MS = 3600 * 1000
 """The conversations whose last request was made this recently are kept across a restart (an
 hour: the longest a provider's prompt cache lasts; a restart is usually seconds)."""
+AS_SENT = "the provider refused a request hdcontext edited in this conversation: it goes as sent"
 GLANCED = 64
 """Elements read to name the session of a conversation not seen before (its first entry)."""
 INLINE_BYTES = 256 * 1024
@@ -481,6 +483,8 @@ class Compactor:
         self._resume_task: asyncio.Task[None] | None = None
         self._listed: asyncio.Event | None = None
         """Set once ``resume`` has read which conversations it takes in."""
+        self.as_sent = AsSent()
+        """Conversations whose edited request the provider refused (``resend.py``)."""
 
     async def compact(
         self,
@@ -523,6 +527,8 @@ class Compactor:
             taken = await asyncio.to_thread(_take, api, raw, match, self._splicer, client)
         frozen = taken.kept == 0 and len(taken.tail) >= memory.LARGE_APPEND
         session = session or taken.memo.session_id
+        if session in self.as_sent:
+            raise Unsupported(AS_SENT)
         await self._taken_in(session)  # a conversation being taken in: its sync comes first
         before = self._memos.get(session)
         pieces = before.pieces if before is not None else None
