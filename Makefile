@@ -15,7 +15,7 @@ STAGE   = @echo "== $@ ($$(date +%T))"
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo test lint typecheck unit bench clean vsix test-extension e2e e2e-package nvim fuzz \
-	claude-cli e2e-apt e2e-editor ext-build _test
+	claude-cli agent-clis e2e-apt e2e-editor ext-build _test
 
 # hdcontext and its dependencies: what `make demo` needs. pip shows what it fetches.
 $(STAMP): pyproject.toml
@@ -66,11 +66,17 @@ nvim:
 claude-cli:
 	@$(PYTHON) -m tests.proxy.claude_cli
 
+# The other agents' CLIs the proxy's end-to-end tests drive (tests/proxy/npm_cli.py): Codex
+# (424 MB) and opencode (354 MB) into ~/.cache/hdcontext-e2e, once, each said first. Skipped
+# tests say why when one is missing. Standard library only.
+agent-clis:
+	@$(PYTHON) -m tests.proxy.npm_cli
+
 # pytest on every core (`-n auto`: one worker a core, pytest-xdist); a line per test file as it
 # finishes (tests/conftest.py), and the ten slowest tests at the end, where the time goes.
 # PYTEST_WORKERS=0 runs it in one process.
 PYTEST_WORKERS ?= auto
-unit: $(DEV) nvim claude-cli
+unit: $(DEV) nvim claude-cli agent-clis
 	$(STAGE): pytest, $(PYTEST_WORKERS) workers
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --progress-by-file -o console_output_style=classic \
 	  --durations=10

@@ -198,7 +198,8 @@ def encrypted(n: int) -> str:
 
 def responses_output(blocks: list[dict[str, Any]], n: int, reasoning: bool) -> list[Any]:
     """Anthropic-shaped blocks as the Responses API's output items: a reasoning item first
-    (when asked), then a message for the text and a ``function_call`` for each tool use."""
+    (when asked), then a message for the text, a ``function_call`` for each tool use and a
+    ``custom_tool_call`` for each ``custom_tool_use`` (a freeform tool's input: a string)."""
     out: list[dict[str, Any]] = []
     if reasoning:
         out.append(
@@ -221,6 +222,17 @@ def responses_output(blocks: list[dict[str, Any]], n: int, reasoning: bool) -> l
             }
         )
     for b in blocks:
+        if b["type"] == "custom_tool_use":
+            out.append(
+                {
+                    "id": f"ctc_{b['id']}",
+                    "type": "custom_tool_call",
+                    "status": "completed",
+                    "call_id": b["id"],
+                    "name": b["name"],
+                    "input": b["input"],
+                }
+            )
         if b["type"] == "tool_use":
             out.append(
                 {
@@ -236,17 +248,53 @@ def responses_output(blocks: list[dict[str, Any]], n: int, reasoning: bool) -> l
 
 
 def responses_events(response: dict[str, Any]) -> list[tuple[str | None, dict[str, Any] | str]]:
-    """A response as the API streams it: created, each output item added and done, then
-    completed with the whole response (its usage in it)."""
+    """A response as the API streams it: created and in progress, then each output item
+    added, its parts' deltas (a reasoning summary, a message's text, a call's arguments or
+    input) and done, then completed with the whole response (its usage in it); every event
+    numbered, as the real API numbers them."""
     started = {**response, "status": "in_progress", "output": [], "usage": None}
-    events: list[tuple[str | None, dict[str, Any] | str]] = [
-        ("response.created", {"type": "response.created", "response": started})
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": started},
+        {"type": "response.in_progress", "response": started},
     ]
     for index, item in enumerate(response["output"]):
-        for kind in ("response.output_item.added", "response.output_item.done"):
-            events.append((kind, {"type": kind, "output_index": index, "item": item}))
-    events.append(("response.completed", {"type": "response.completed", "response": response}))
-    return events
+        where = {"output_index": index, "item_id": item.get("id", "")}
+        events.append({"type": "response.output_item.added", "output_index": index, "item": item})
+        kind = item["type"]
+        if kind == "reasoning":
+            for k, part in enumerate(item["summary"]):
+                at = {**where, "summary_index": k}
+                events.append({"type": "response.reasoning_summary_part.added", **at, "part": part})
+                events.append(
+                    {"type": "response.reasoning_summary_text.delta", **at, "delta": part["text"]}
+                )
+                events.append(
+                    {"type": "response.reasoning_summary_text.done", **at, "text": part["text"]}
+                )
+                events.append({"type": "response.reasoning_summary_part.done", **at, "part": part})
+        elif kind == "message":
+            for k, part in enumerate(item["content"]):
+                at = {**where, "content_index": k}
+                empty = {**part, "text": ""}
+                events.append({"type": "response.content_part.added", **at, "part": empty})
+                events.append({"type": "response.output_text.delta", **at, "delta": part["text"]})
+                events.append({"type": "response.output_text.done", **at, "text": part["text"]})
+                events.append({"type": "response.content_part.done", **at, "part": part})
+        elif kind == "function_call":
+            args = item["arguments"]
+            events.append(
+                {"type": "response.function_call_arguments.delta", **where, "delta": args}
+            )
+            events.append(
+                {"type": "response.function_call_arguments.done", **where, "arguments": args}
+            )
+        elif kind == "custom_tool_call":
+            text = item["input"]
+            events.append({"type": "response.custom_tool_call_input.delta", **where, "delta": text})
+            events.append({"type": "response.custom_tool_call_input.done", **where, "input": text})
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    events.append({"type": "response.completed", "response": response})
+    return [(e["type"], {**e, "sequence_number": n}) for n, e in enumerate(events)]
 
 
 async def _sse(
