@@ -33,6 +33,13 @@ from .npm_cli import CODEX
 from .tap import start_tap
 
 RUN_TIMEOUT_S = 180
+NOTHING_CACHED = {
+    "input_tokens": 20000,
+    "input_tokens_details": {"cached_tokens": 0},
+    "output_tokens": 20,
+    "output_tokens_details": {"reasoning_tokens": 8},
+    "total_tokens": 20020,
+}
 MODEL = "gpt-5.5"
 """A model of Codex's catalog with its classic tools (``exec_command``, ``apply_patch``)."""
 DONE = "Bumped VERSION to 1.0.1 in big_module.py."
@@ -182,6 +189,8 @@ async def _once(tmp_path: Path, codex: Path, through_proxy: bool) -> dict[str, A
     workspace.mkdir(parents=True)
     module = big_module(workspace)
     running, runners = await start(tmp_path, codex_script(workspace))
+    # A provider that caches nothing: the daemon's schedule applies its edits at once.
+    running.fake.responses_usage = NOTHING_CACHED
     tap, tap_runner, tap_url = await start_tap(running.url if through_proxy else running.fake_url)
     runners.append(tap_runner)
     try:
