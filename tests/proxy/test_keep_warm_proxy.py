@@ -93,6 +93,8 @@ async def _agent(running: Running) -> None:
             headers = {"x-api-key": f"sk-ant-key-{k}", "anthropic-version": "2023-06-01"}
             async with client.post(running.url + "/v1/messages", json=body, headers=headers) as r:
                 assert r.status == 200
+            # The tool's moment: the conversation, new to the proxy, is taken in meanwhile.
+            await running.proxy.state.settled()
 
 
 async def _until(condition: Any, seconds: float = 10.0) -> bool:

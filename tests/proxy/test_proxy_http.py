@@ -10,6 +10,7 @@ import json
 import logging
 import re
 import stat
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import pytest
 from aiohttp.http_writer import StreamWriter
 from yarl import URL
 
-from hdcontext.edges.proxy import upstream
+from hdcontext.edges.proxy import compactor, upstream
 from hdcontext.edges.proxy.upstream import SESSION_HEADER
 
 from .conftest import Running, start, stop
@@ -503,8 +504,7 @@ async def test_keys_and_content_stay_out_of_logs_and_storage(
 
 async def _taken_in(running: Running) -> None:
     """Wait for the conversations being taken in."""
-    for task in list(running.proxy.state.compactor._ingests.values()):
-        await task
+    await running.proxy.state.settled()
 
 
 async def test_a_large_new_conversation_goes_as_it_came_and_is_taken_in(tmp_path: Path) -> None:
@@ -549,3 +549,52 @@ async def test_a_large_new_conversation_goes_as_it_came_and_is_taken_in(tmp_path
         assert not again.proxy.state.compactor._ingests
     finally:
         await stop(again, runners)
+
+
+async def test_a_new_conversation_goes_on_at_once_while_it_is_taken_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Taking a large conversation in holds the interpreter for seconds (a real session ten
+    times over: 1.4 to 2.3 s of the client's wait, when the answer waited for it). Here it is
+    held until the test lets it go: the first request's answer, in one body, comes back all
+    the same, and so does the next request's, at once, as it came; once the conversation is
+    taken in, each call has its row and the next request is compacted."""
+    release = threading.Event()
+    started = threading.Event()
+    real = compactor._take_whole
+
+    def held(*args: Any) -> Any:
+        started.set()
+        release.wait(30)
+        return real(*args)
+
+    monkeypatch.setattr(compactor, "_take_whole", held)
+    running, runners = await start(tmp_path, lambda body: [{"type": "text", "text": "fine"}])
+    running.proxy.state.compactor.pass_bytes = 0
+    body = anthropic_body()
+    try:
+        status, _, _ = await post(running, "/v1/messages", body, ANTHROPIC_HEADERS)
+        assert status == 200  # answered while its conversation is being taken in
+        assert await asyncio.to_thread(started.wait, 10) and not release.is_set()
+        body["messages"] += [
+            {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+            {"role": "user", "content": [{"type": "text", "text": "next"}]},
+        ]
+        status, _, _ = await post(running, "/v1/messages", body, ANTHROPIC_HEADERS)
+        assert status == 200  # at once, as it came: nothing waited for the taking in
+        assert [s.body for s in running.fake.api_requests][-1] == body
+        release.set()
+        await running.proxy.state.settled()
+        body["messages"] += [
+            {"role": "assistant", "content": [{"type": "text", "text": "done again"}]},
+            {"role": "user", "content": [{"type": "text", "text": "and next"}]},
+        ]
+        status, _, _ = await post(running, "/v1/messages", body, ANTHROPIC_HEADERS)
+        assert status == 200
+        (session,) = await running.statuses()
+    finally:
+        release.set()
+        await stop(running, runners)
+    assert (running.proxy.state.unchanged, running.proxy.state.compacted) == (2, 1)
+    assert session["usage"]["calls"] == 3
+    assert session["entryCount"] == 8

@@ -74,6 +74,7 @@ async def test_a_growing_conversation_has_a_row_per_call_on_every_path(running: 
     for turn in range(4):
         status, _, _ = await post(running, "/v1/messages", body, ANTHROPIC_HEADERS)
         assert status == 200
+        await running.proxy.state.settled()  # the first one taken in (an agent's pause)
         body["messages"][-1]["content"][-1].pop("cache_control")
         body["messages"] += [
             {"role": "assistant", "content": [{"type": "text", "text": f"answer {turn}"}]},

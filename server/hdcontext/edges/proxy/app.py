@@ -17,6 +17,7 @@ read). Sizes, counts, ids and reasons only: never content, never a header's valu
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import time
@@ -78,6 +79,8 @@ class ProxyState:
     """The savings page (``GET /``) of the sessions this proxy keeps."""
     keep_warm: KeepWarm | None = None
     """The refresh calls' timers (``--keep-warm``; None: off)."""
+    tallies: set[asyncio.Future[None]] = field(default_factory=set)
+    """Calls of conversations being taken in, told to their sessions once they are."""
     said: dict[str, float] = field(default_factory=dict)
     """The reasons warned of lately (``_unchanged``), with when."""
     as_sent: dict[str, int] = field(default_factory=dict)
@@ -87,6 +90,13 @@ class ProxyState:
     not_forwarded: dict[str, int] = field(default_factory=dict)
     """The same for the requests the proxy answered itself (no API it serves, another
     provider's key), which went nowhere."""
+
+    async def settled(self) -> None:
+        """Wait for the conversations being taken in and the calls told to them after
+        (what a reader that must see every call on disk, a test, waits for)."""
+        while self.tallies or self.compactor.taking_in():
+            await asyncio.gather(*self.tallies, return_exceptions=True)
+            await self.compactor.taken_in()
 
     def forwarded_as_sent(self) -> dict[str, Any]:
         """For the savings page: the requests sent to the model as the agent sent them since
@@ -157,6 +167,8 @@ async def _client(app: web.Application) -> Any:
     yield
     await state.client.close()
     try:
+        if state.tallies:
+            await asyncio.gather(*state.tallies, return_exceptions=True)
         await state.compactor.close()
     except Exception as exc:  # stopping goes on; only the last calls' usage is lost
         log.warning("usage not saved at stop: %s", type(exc).__name__)
@@ -268,27 +280,27 @@ async def _through(request: web.Request, name: str) -> web.StreamResponse:
         (sent - started) * 1000,
     )
     saving = compacted.saving if compacted is not None else None
-    done: Forwarded = await forward(
-        _session(state), request, upstream, body, billed_of, saving, api.name
-    )
+    try:
+        done: Forwarded = await forward(
+            _session(state), request, upstream, body, billed_of, saving, api.name
+        )
+    finally:
+        if compacted is not None and compacted.forwarded is not None:
+            compacted.forwarded.set()  # its conversation is taken in now, off its way
     await saved(saving)  # an answer in one body goes out once this handler returns
     _answered(name, compacted.session_id if compacted is not None else request.path, done, sent)
     again = compacted is not None and _edit_refused(compacted, raw, done)
     if again:
         assert compacted is not None
         done = await _again_as_sent(state, request, api, raw, compacted.session_id, done)
-    if compacted is not None and done.refused:
-        # Nothing of it was billed or cached: the daemon takes it back, so that the agent's
-        # retry is weighed against what the provider really holds.
-        try:
-            await state.compactor.refused(compacted.session_id)
-        except Exception as exc:  # the answer has gone out already
-            log.warning("%s: a refused call not taken back: %s", name, type(exc).__name__)
-    if compacted is not None and done.billed is not None:
-        try:
-            await state.compactor.record(compacted.session_id, done.billed)
-        except Exception as exc:  # the answer has gone out already; only the tally is lost
-            log.warning("%s: usage not recorded: %s", name, type(exc).__name__)
+    if compacted is not None and compacted.passed:
+        # Its conversation is being taken in: what the call billed is told once it is,
+        # after the answer went out (an answer in one body would wait for it otherwise).
+        tally = asyncio.ensure_future(_tally(state, name, compacted.session_id, done))
+        state.tallies.add(tally)
+        tally.add_done_callback(state.tallies.discard)
+    elif compacted is not None:
+        await _tally(state, name, compacted.session_id, done)
     if state.keep_warm is not None and compacted is not None and not compacted.passed:
         # A call went out: the session's refresh timer starts again from what the daemon
         # named (none after a refused call: what the provider holds is not known).
@@ -301,6 +313,23 @@ async def _through(request: web.Request, name: str) -> web.StreamResponse:
         )
         state.keep_warm.note(compacted.session_id, caller, compacted.refresh_at if ok else None)
     return done.response
+
+
+async def _tally(state: ProxyState, name: str, session_id: str, done: Forwarded) -> None:
+    """The call told to its session: taken back when the upstream refused it (nothing was
+    billed or cached, so the agent's retry is weighed against what the provider really
+    holds), its usage noted when the answer gave one. The answer has gone out already, or
+    goes whatever becomes of this: a failure costs the tally only."""
+    if done.refused:
+        try:
+            await state.compactor.refused(session_id)
+        except Exception as exc:
+            log.warning("%s: a refused call not taken back: %s", name, type(exc).__name__)
+    if done.billed is not None:
+        try:
+            await state.compactor.record(session_id, done.billed)
+        except Exception as exc:
+            log.warning("%s: usage not recorded: %s", name, type(exc).__name__)
 
 
 def _edit_refused(compacted: Compacted, raw: bytes, done: Forwarded) -> bool:

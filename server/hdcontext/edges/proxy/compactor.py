@@ -104,6 +104,9 @@ RESUME_WITHIN_MS = 3600 * 1000
 """The conversations whose last request was made this recently are kept across a restart (an
 hour: the longest a provider's prompt cache lasts; a restart is usually seconds)."""
 AS_SENT = "the provider refused a request hdcontext edited in this conversation: it goes as sent"
+FORWARD_WAIT_S = 900.0
+"""How long a taking in waits for its request's answer before it starts anyway (the
+upstream's own read timeout)."""
 GLANCED = 64
 """Elements read to name the session of a conversation not seen before (its first entry)."""
 INLINE_BYTES = 256 * 1024
@@ -144,6 +147,23 @@ class Compacted:
     saving: asyncio.Future[None] | None = None
     """The session's commit being written while the request goes upstream (done once it
     is on disk; ``None``: written already). Its answer ends after it."""
+    forwarded: asyncio.Event | None = None
+    """For a conversation taken in meanwhile (``passed``): set by the caller once the
+    request went upstream and its answer came back, which the taking in waits for (it must
+    not slow the request down: it holds the interpreter for seconds at 10×)."""
+
+
+def _passed(raw: bytes, session: str) -> Compacted:
+    """A request that goes as it came while its conversation is taken in."""
+    return Compacted(
+        body=raw,
+        session_id=session,
+        entries_in=0,
+        entries_out=0,
+        tokens=0,
+        breakpoints=(),
+        passed=True,
+    )
 
 
 def client_name(user_agent: str | None) -> str:
@@ -483,6 +503,8 @@ class Compactor:
         self._resume_task: asyncio.Task[None] | None = None
         self._listed: asyncio.Event | None = None
         """Set once ``resume`` has read which conversations it takes in."""
+        self._forwarded: dict[str, asyncio.Event] = {}
+        """Each taking in's wait for its request's answer (all set when the proxy stops)."""
         self.as_sent = AsSent()
         """Conversations whose edited request the provider refused (``resend.py``)."""
 
@@ -514,9 +536,13 @@ class Compactor:
             await self._resumed(raw)
         match = best_match(api, raw, reversed(self._memos.values()))
         glance: _Glance | None = None
+        if match is not None and (session or match.memo.session_id) in self._ingests:
+            return self._follow(api, raw, session or match.memo.session_id, client, at)
         if match is None:
             glance = await _off_loop(len(raw), _glance, api, raw, client)
             named = session or glance.session_id
+            if named in self._ingests:
+                return self._follow(api, raw, named, client, at)
             if len(raw) >= self.pass_bytes and not await self.daemon.knows(named):
                 return await self._pass(api, raw, named, client, glance, at)
         if match is not None and len(raw) - match.stop < INLINE_BYTES:
@@ -529,7 +555,8 @@ class Compactor:
         session = session or taken.memo.session_id
         if session in self.as_sent:
             raise Unsupported(AS_SENT)
-        await self._taken_in(session)  # a conversation being taken in: its sync comes first
+        if session in self._ingests:
+            return self._follow(api, raw, session, client, at)
         before = self._memos.get(session)
         pieces = before.pieces if before is not None else None
         # Kept at once: the bytes are read whatever becomes of the rest of the request.
@@ -645,37 +672,99 @@ class Compactor:
         request's way); the next request finds it held, and the call told to the session
         as sent unchanged, so that what the provider now caches is weighed."""
         await self._hold(session)
-        task = asyncio.ensure_future(self._take_in(api, raw, session, client, glance, at))
-        self._ingests[session] = task
-        task.add_done_callback(lambda _: self._ingests.pop(session, None))
-        return Compacted(
-            body=raw,
-            session_id=session,
-            entries_in=0,
-            entries_out=0,
-            tokens=0,
-            breakpoints=(),
-            passed=True,
+        forwarded = asyncio.Event()
+        task = asyncio.ensure_future(
+            self._take_in(api, raw, session, client, glance, at, forwarded)
         )
+        self._register(session, task, forwarded)
+        return replace(_passed(raw, session), forwarded=forwarded)
+
+    def _register(self, session: str, task: asyncio.Future[None], forwarded: asyncio.Event) -> None:
+        """``task`` is now what takes ``session`` in (a later one replaces an earlier)."""
+        self._ingests[session] = task
+        self._forwarded[session] = forwarded
+
+        def done(_: object) -> None:
+            if self._ingests.get(session) is task:
+                del self._ingests[session]
+                self._forwarded.pop(session, None)
+
+        task.add_done_callback(done)
+
+    def _follow(self, api: Api, raw: bytes, session: str, client: str, at: int) -> Compacted:
+        """A request of a conversation being taken in: it goes as it came, at once, rather
+        than wait seconds for it (without the proxy there is no wait). Once the taking in is
+        done and this request answered, its conversation is synced the same way, the call
+        told as sent: each call has its row, and the next request is a turn."""
+        before = self._ingests[session]
+        forwarded = asyncio.Event()
+        task = asyncio.ensure_future(
+            self._take_in_after(before, api, raw, session, client, at, forwarded)
+        )
+        self._register(session, task, forwarded)
+        return replace(_passed(raw, session), forwarded=forwarded)
+
+    async def _take_in_after(
+        self,
+        before: asyncio.Future[None],
+        api: Api,
+        raw: bytes,
+        session: str,
+        client: str,
+        at: int,
+        forwarded: asyncio.Event,
+    ) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.shield(before)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(forwarded.wait(), FORWARD_WAIT_S)
+        try:
+            kept = self._memos.get(session)
+            match = best_match(api, raw, [kept] if kept is not None else [])
+            if match is None:
+                taken = await asyncio.to_thread(_take_whole, api, raw, client)
+            else:
+                taken = await asyncio.to_thread(_take, api, raw, match, self._splicer, client)
+            await self._synced_passed(api, raw, session, taken, at)
+        except Exception as exc:  # the request went as it came; the next one tries again
+            log.warning("%s: taking in %s failed: %s", api.name, session, type(exc).__name__)
 
     async def _take_in(
-        self, api: Api, raw: bytes, session: str, client: str, glance: _Glance, at: int
+        self,
+        api: Api,
+        raw: bytes,
+        session: str,
+        client: str,
+        glance: _Glance,
+        at: int,
+        forwarded: asyncio.Event,
     ) -> None:
         """The daemon's bulk path for a conversation forwarded as it came: read whole,
         synced in one commit with the call told as sent (``Daemon.sync_passed``), the
-        messages it would send made ready for the next request."""
+        messages it would send made ready for the next request. It starts once the request
+        was answered (or ``FORWARD_WAIT_S`` at most), off its way."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(forwarded.wait(), FORWARD_WAIT_S)
         try:
             taken = await asyncio.to_thread(_take_whole, api, raw, client, glance.body)
-            self._keep(session, replace(taken.memo, at=at))
-            result = await self.daemon.sync_passed(self._params(session, taken), at)
-            pieces = await _pieces(api, taken, result.history.blobs)
-            current = self._memos.get(session)
-            if pieces is not None and current is not None and current.raw is raw:
-                self._keep(session, replace(taken.memo, pieces=pieces, at=at))
-            gc.freeze()
-            memory.release()  # reading it whole left free pages behind
+            await self._synced_passed(api, raw, session, taken, at)
         except Exception as exc:  # the request went as it came; the next one tries again
             log.warning("%s: taking in %s failed: %s", api.name, session, type(exc).__name__)
+
+    async def _synced_passed(
+        self, api: Api, raw: bytes, session: str, taken: _Taken, at: int
+    ) -> None:
+        """``taken``'s conversation synced in one commit with the call told as sent
+        (``Daemon.sync_passed``), the messages it would send made ready for the next
+        request."""
+        self._keep(session, replace(taken.memo, at=at))
+        result = await self.daemon.sync_passed(self._params(session, taken), at)
+        pieces = await _pieces(api, taken, result.history.blobs)
+        current = self._memos.get(session)
+        if pieces is not None and current is not None and current.raw is raw:
+            self._keep(session, replace(taken.memo, pieces=pieces, at=at))
+        gc.freeze()
+        memory.release()  # reading it whole left free pages behind
 
     # -- across a restart -------------------------------------------------------------------
 
@@ -833,6 +922,15 @@ class Compactor:
         if await self.daemon.note_refused(session_id):
             self._save_soon(session_id)
 
+    def taking_in(self) -> bool:
+        """Whether a conversation is being taken in."""
+        return bool(self._ingests)
+
+    async def taken_in(self) -> None:
+        """Wait for every conversation being taken in (each once its request was answered)."""
+        for task in list(self._ingests.values()):
+            await asyncio.shield(task)
+
     async def _taken_in(self, session_id: str) -> None:
         """Wait for the conversation's taking in, if one runs (it is not cancelled with us)."""
         ingest = self._ingests.get(session_id)
@@ -872,6 +970,8 @@ class Compactor:
         calls' usage)."""
         if self._resume_task is not None:  # done, or given up: nothing of it to raise
             await asyncio.wait({self._resume_task})
+        for forwarded in list(self._forwarded.values()):
+            forwarded.set()
         for task in list(self._ingests.values()):
             await asyncio.shield(task)
         await self.saved()
