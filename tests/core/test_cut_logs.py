@@ -27,9 +27,18 @@ SMALL_LOG = (
     / "-src-experiments-claude_p"
     / "29ccd257-68b1-427f-ae5f-6524b7cb6f20.jsonl"
 )
+GEMINI_LOG = next((TRANSCRIPTS / "gemini").rglob("chats/session-*.jsonl"), None)
 needs_logs = pytest.mark.skipif(
-    not (CLAUDE_LOG.exists() and SMALL_LOG.exists()), reason=f"no transcripts at {TRANSCRIPTS}"
+    not (CLAUDE_LOG.exists() and SMALL_LOG.exists() and GEMINI_LOG is not None),
+    reason=f"no transcripts at {TRANSCRIPTS}",
 )
+
+
+def _gemini_log() -> bytes:
+    """The real Gemini CLI log, its backticks written as ’: it has no character beyond ASCII
+    to cut inside, and they stand only inside its JSON strings."""
+    assert GEMINI_LOG is not None
+    return GEMINI_LOG.read_bytes().replace(b"`", "’".encode())
 
 
 def _inside_characters(data: bytes) -> list[int]:
@@ -84,6 +93,27 @@ def test_a_real_claude_code_log_cut_mid_character_imports_up_to_its_last_line(
     assert f"line {last_line} is not JSON" in err and err.count("\n") == 1
 
 
+@needs_logs
+def test_a_real_gemini_cli_log_cut_mid_character_imports_up_to_its_last_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _gemini_log()
+    cut = _inside_characters(data)[-1]
+    damaged = tmp_path / "session.jsonl"
+    damaged.write_bytes(data[:cut])
+    last_line = data[:cut].count(b"\n") + 1
+    assert main(["compact", str(damaged), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert err.startswith(f"hdcontext: session.jsonl: skipped 1 of {last_line} lines (")
+    assert f"line {last_line} is not JSON" in err and err.count("\n") == 1
+    assert json.loads(out)["history"]
+    read, _ = load(decode(data[:cut]))
+    whole, _ = load(data.decode())
+    # The model's last answer was on the cut line, and the user's last words after it.
+    assert read.entries == whole.entries[:-2]
+    assert [e.speaker for e in whole.entries[-2:]] == ["ai", "human"]
+
+
 # -- any prefix -------------------------------------------------------------------------------
 
 
@@ -119,7 +149,7 @@ def _check_prefix(data: bytes, cut: int) -> None:
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_any_prefix_of_a_real_log_imports_the_lines_before_the_cut(data: st.DataObject) -> None:
-    log = SMALL_LOG.read_bytes()
+    log = data.draw(st.sampled_from([SMALL_LOG.read_bytes(), _gemini_log()]), label="log")
     inside = _inside_characters(log)
     cut = data.draw(
         st.one_of(st.sampled_from(inside), st.integers(min_value=0, max_value=len(log))),
