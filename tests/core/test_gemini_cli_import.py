@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hdcontext.core.content import (
     IContent,
@@ -361,3 +363,45 @@ def test_the_root_from_the_preamble_when_no_path_hashes_to_the_project() -> None
     )
     conversation, _ = load(_jsonl(HEADER, _user("c", preamble), _gemini("g", "hi")))
     assert conversation.workspace_root == "/home/dev/proj"
+
+
+# -- bad input never crashes ------------------------------------------------------------------
+
+_KEYS = st.sampled_from(
+    [
+        *("id", "name", "args", "result", "functionResponse", "functionCall", "response"),
+        *("output", "error", "text", "thought", "thoughtSignature", "inlineData", "content"),
+    ]
+)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=5) | st.just("read_file"),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=12,
+)
+_MESSAGE = st.fixed_dictionaries(
+    {"id": st.sampled_from(["a", "b", "c"]), "type": st.sampled_from(["user", "gemini", "info"])},
+    optional={"content": _JSON, "toolCalls": _JSON, "timestamp": _JSON, "thoughts": _JSON},
+)
+_RECORD = st.one_of(
+    _MESSAGE,
+    st.fixed_dictionaries({"$set": st.fixed_dictionaries({}, optional={"messages": _JSON})}),
+    st.fixed_dictionaries({"$rewindTo": st.sampled_from(["a", "b", "z"])}),
+    _JSON,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_RECORD, max_size=6), st.booleans())
+def test_any_shape_of_record_imports_or_is_refused_never_crashes(
+    records: list[Any], whole: bool
+) -> None:
+    header = {"sessionId": "s", "projectHash": "0" * 64}
+    if whole:
+        text = json.dumps({**header, "messages": records})
+    else:
+        text = _jsonl(header, *({"value": r} if not isinstance(r, dict) else r for r in records))
+    try:
+        conversation, _ = load(text)
+    except FormatError:
+        return
+    assert problems(conversation.entries) == []
