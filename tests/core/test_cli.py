@@ -393,7 +393,7 @@ def test_a_windows_session_keeps_its_windows_root(tmp_path: Path) -> None:
 REAL = sorted(
     p
     for p in TRANSCRIPTS.rglob("*")
-    if p.is_file() and p.name.endswith((".jsonl", ".traj", ".traj.json"))
+    if p.is_file() and p.name.endswith((".jsonl", ".traj", ".json"))
 )
 
 

@@ -27,7 +27,7 @@ TRANSCRIPTS = Path(__file__).resolve().parents[3] / "shared" / "data" / "transcr
 FOLDERS = (
     sorted(p.name for p in TRANSCRIPTS.iterdir() if p.is_dir()) if TRANSCRIPTS.is_dir() else []
 )
-SUFFIXES = (".jsonl", ".traj", ".traj.json")
+SUFFIXES = (".jsonl", ".traj", ".json")
 HOUR = 3_600_000
 
 pytestmark = pytest.mark.skipif(not FOLDERS, reason=f"no transcripts at {TRANSCRIPTS}")

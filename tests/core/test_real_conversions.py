@@ -20,7 +20,7 @@ from hdcontext.formats.exporters import export
 from hdcontext.formats.importers import detect_format, load, load_threads
 
 TRANSCRIPTS = Path(__file__).resolve().parents[3] / "shared" / "data" / "transcripts"
-SUFFIXES = (".jsonl", ".traj", ".traj.json")
+SUFFIXES = (".jsonl", ".traj", ".json")
 FILES = sorted(p for p in TRANSCRIPTS.rglob("*") if p.is_file() and p.name.endswith(SUFFIXES))
 MINI = [f for f in FILES if f.name.endswith(".traj.json")]
 SWE = [f for f in FILES if f.suffix == ".traj"]
@@ -29,7 +29,12 @@ FORMAT_OF_FOLDER = {
     "claude-code-log": "claude-code",
     "mini-swe-agent": "mini-swe-agent",
     "swe-agent": "swe-agent",
+    "gemini": "gemini-cli",
 }
+# A Gemini CLI ``/chat save`` checkpoint is the raw Gemini contents the CLI sent.
+FORMAT_OF_PREFIX = {"checkpoint-": "gemini"}
+# Files that name no folder of their own anywhere, and so give no workspace root.
+NO_ROOT = {"session-2026-04-25T08-41-3494a697.jsonl"}  # a database's tools only, no path
 # The files that hold no conversation at all, and why the importer says it refuses them.
 REFUSED = {
     "4e27c414-a885-46a0-b5c8-d58e1417377d.jsonl": "(1 summary record)",
@@ -41,6 +46,11 @@ pytestmark = pytest.mark.skipif(not FILES, reason=f"no transcripts at {TRANSCRIP
 
 def ids(files: list[Path]) -> list[str]:
     return [str(f.relative_to(TRANSCRIPTS)) for f in files]
+
+
+def format_of(path: Path) -> str:
+    prefixed = (f for prefix, f in FORMAT_OF_PREFIX.items() if path.name.startswith(prefix))
+    return next(prefixed, FORMAT_OF_FOLDER[path.relative_to(TRANSCRIPTS).parts[0]])
 
 
 def read(path: Path) -> str:
@@ -64,7 +74,7 @@ def test_every_file_is_imported_provider_valid_or_refused_with_a_reason(path: Pa
         )
         return
     threads, fmt = load_threads(read(path))
-    assert fmt == FORMAT_OF_FOLDER[path.relative_to(TRANSCRIPTS).parts[0]]
+    assert fmt == format_of(path)
     for name, conversation in threads:
         assert conversation.entries, name
         assert problems(conversation.entries) == [], name
@@ -81,7 +91,7 @@ def test_the_default_thread_is_the_main_one_or_the_only_one(path: Path) -> None:
     assert conversation.entries == threads[0][1].entries
     if path.name.startswith("agent-"):
         assert [name for name, _ in threads] != ["main"]  # a sub-agent's own thread
-    assert conversation.workspace_root is not None
+    assert (conversation.workspace_root is None) == (path.name in NO_ROOT)
 
 
 @pytest.mark.parametrize("path", SWE, ids=ids(SWE))

@@ -32,6 +32,7 @@ from ..edges.daemon.retention import DEFAULT_DAYS, Retention
 from ..formats.conversation import EXPORT_FORMATS, IMPORT_FORMATS, Conversation, FormatError
 from ..formats.exporters import ThinkingMode, export
 from ..formats.importers import ALL, AUTO, load, load_threads
+from ..formats.importers.jsonl import decode
 from .sessions import add_parser as add_sessions
 from .sessions import main as sessions_main_with
 from .sessions import retention_days
@@ -392,8 +393,9 @@ def _say(*parts: str) -> None:
 
 
 def _read_text(path: Path) -> str | None:
+    """The file as text; a log cut inside a character reads up to the cut (``jsonl.decode``)."""
     try:
-        return path.read_text(encoding="utf-8")
+        return decode(path.read_bytes())
     except OSError as exc:
         _say(f"cannot read {path}", str(exc.strerror))
     except UnicodeDecodeError as exc:

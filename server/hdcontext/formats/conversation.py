@@ -25,6 +25,7 @@ IMPORT_FORMATS: tuple[str, ...] = (
     "openai",
     "anthropic",
     "gemini",
+    "gemini-cli",
 )
 EXPORT_FORMATS: tuple[str, ...] = ("icontent", "openai", "anthropic", "gemini")
 

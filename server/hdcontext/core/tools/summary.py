@@ -207,12 +207,30 @@ def loads_tools(result: JsonValue) -> bool:
     )
 
 
+AGENT_MASK_TAGS = ("<tool_output_masked>", "</tool_output_masked>")
+"""What Gemini CLI wraps an old tool output in when it masks it itself (since 0.2x): a preview
+of its head and tail and the file the whole output was saved to."""
+
+
+def is_agent_masked(result: JsonValue) -> bool:
+    """Whether a result is an output the agent masked itself. Like our pointers it is no
+    sight of what the tool read (a read so masked is no view of its file), and it is already
+    small: the agent wrote it that way, and nothing here has the output to put back."""
+    if not isinstance(result, str):
+        return False
+    text = result.strip()
+    return text.startswith(AGENT_MASK_TAGS[0]) and text.endswith(AGENT_MASK_TAGS[1])
+
+
 def is_compact(result: JsonValue) -> bool:
-    """Whether a result is already a one-liner of ours (a summary or a pointer)."""
+    """Whether a result already stands for an output rather than being it: a one-liner of
+    ours (a summary or a pointer), or the agent's own mask. No rule rewrites one, and none is
+    a view of a file."""
     return isinstance(result, str) and (
         result == DISK_POINTER
         or is_pruned(result)
         or is_masked(result)
+        or is_agent_masked(result)
         or _SUMMARY.fullmatch(result) is not None
     )
 

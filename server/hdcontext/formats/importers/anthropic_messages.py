@@ -10,9 +10,10 @@ What maps: ``text``; ``thinking`` (its ``signature`` kept as an extra, Anthropic
 and ``redacted_thinking`` (a thinking block with the opaque ``redactedData``); ``tool_use`` and
 ``tool_result`` (``is_error`` becomes ``error``; content of other parts than text, such as the
 ``tool_reference`` parts that load a deferred tool's definition, stays the list of parts);
-``image`` and ``document`` with a base64 or url source (a document keeps
-``anthropicType: "document"``). A ``tool_use``'s ``caller`` (who invoked it: the model, or code
-it ran; the API returns it and Claude Code sends it back) is kept as an extra. Server tools,
+``image`` and ``document`` with a base64 or url source (a document that is not a PDF keeps
+``anthropicType: "document"``: a PDF is one by its type, whatever format it came from). A
+``tool_use``'s ``caller`` (who invoked it: the model, or code it ran; the API returns it and
+Claude Code sends it back) is kept as an extra. Server tools,
 citations and ``cache_control`` are request mechanics, not conversation: they are left out.
 """
 
@@ -155,4 +156,4 @@ def media_block(raw: Mapping[str, Any]) -> MediaBlock | None:
         fields = {"mime_type": mime, "data": str(source.get("url", "")), "encoding": "url"}
     else:
         return None
-    return make(MediaBlock, fields, anthropicType=kind)
+    return make(MediaBlock, fields, anthropicType=kind if mime != "application/pdf" else None)

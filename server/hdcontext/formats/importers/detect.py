@@ -2,7 +2,8 @@
 
 Looked at in this order: a Claude Code log (JSON Lines, told by the first record that
 identifies it, whatever its type: a log may open with summaries, snapshots or a permission
-mode, and a line that is not JSON is passed over); a mini-swe-agent trajectory
+mode, and a line that is not JSON is passed over); a Gemini CLI chat recording (its
+``sessionId`` and ``projectHash``, the whole object or the first line); a mini-swe-agent trajectory
 (``trajectory_format``, or ``messages`` with its ``exit`` role); a SWE-agent trajectory
 (``history`` of role messages, or ``trajectory`` steps); Gemini (``contents``, or a list of
 ``parts``); IContent (``speaker`` and ``blocks``); then a list of role messages, which is
@@ -19,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..conversation import FormatError
+from .gemini_cli_records import is_header
 
 # Claude Code record types and a key only that type of record has: a record is Claude Code's
 # when it has both (or a ``sessionId`` beside any ``type``).
@@ -50,6 +52,8 @@ def detect_format(text: str) -> str:
     except ValueError as exc:
         if _is_claude_code_jsonl(text):
             return "claude-code"
+        if _opens_gemini_cli_recording(text):
+            return "gemini-cli"
         raise FormatError(f"invalid JSON: {exc}") from None
     if isinstance(data, Mapping):
         if is_claude_code_record(data):
@@ -88,7 +92,19 @@ def _is_claude_code_jsonl(text: str) -> bool:
     return False
 
 
+def _opens_gemini_cli_recording(text: str) -> bool:
+    """Whether the first line of a JSON Lines file is a Gemini CLI recording's metadata."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        record = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(record, Mapping) and is_header(record)
+
+
 def _detect_object(data: Mapping[str, Any]) -> str:
+    if is_header(data):
+        return "gemini-cli"
     fmt = data.get("trajectory_format")
     if isinstance(fmt, str) and fmt.startswith("mini-swe-agent"):
         return "mini-swe-agent"

@@ -7,6 +7,10 @@ leave one line cut short or two records on one line. Rejecting the whole session
 loses everything else in it, so by default the bad line goes and the warning says which. A
 file damaged throughout (a redaction tool that cut most lines) gives one warning too, not one a
 line, and its share of bytes says how much of the conversation is missing.
+
+A log cut short can end inside a multi-byte UTF-8 character; :func:`decode` reads such a file
+up to the cut, so its last line is a damaged line like any other rather than the whole file
+being refused as not UTF-8.
 """
 
 from __future__ import annotations
@@ -76,6 +80,19 @@ def percent(share: float) -> str:
     if share >= 0.001:
         return f"{share:.1%}"
     return "<0.1%" if share > 0 else "0%"
+
+
+def decode(data: bytes) -> str:
+    """A conversation file's bytes as text. When the only fault is a multi-byte character cut
+    at the very end (a writer stopped mid-character), the text ends before it: the line it was
+    on is then cut JSON, skipped with the usual warning. Any other byte that is not UTF-8 is a
+    UnicodeDecodeError, as before: that file was not written as UTF-8 text at all."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.end != len(data) or exc.reason != "unexpected end of data":
+            raise
+        return data[: exc.start].decode("utf-8")
 
 
 def read_lines(text: str, strict: bool = False) -> Lines:
