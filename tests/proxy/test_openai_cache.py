@@ -18,6 +18,8 @@ def test_not_asked_when_the_agent_chose_or_the_model_does_not_offer_it() -> None
     assert retention_to_ask({"model": "gpt-4.1-mini"}) is None
     assert retention_to_ask({"model": "some-local-model"}) is None  # a guessed row: never
     assert retention_to_ask({}) is None
+    # Never both: an agent that set the cache's options chose its lifetime itself.
+    assert retention_to_ask({"model": "gpt-4.1", "prompt_cache_options": {"mode": "x"}}) is None
 
 
 def test_the_field_goes_first_and_the_clients_bytes_stay() -> None:

@@ -308,3 +308,37 @@ async def test_a_websocket_is_refused_so_that_the_agent_uses_http_at_once(
     assert refused.value.status == 426
     assert running.fake.seen == []
     assert running.proxy.state.not_forwarded
+
+
+@pytest.mark.parametrize(
+    ("fields", "ttl_s"),
+    [
+        ({"model": "gpt-5.6", "prompt_cache_options": {"ttl": "12h"}}, 12 * 3600),
+        ({"model": "gpt-4.1"}, 3600),  # the day's retention the proxy asks
+        ({"model": "gpt-4.1", "prompt_cache_retention": "in_memory"}, None),
+        ({"model": "gpt-4.1", "prompt_cache_options": {"mode": "implicit"}}, None),
+    ],
+    ids=["own-12h", "asked-24h", "own-in-memory", "own-options"],
+)
+async def test_the_agents_own_cache_lifetime_is_kept_and_counted_on(
+    running: Running, fields: dict[str, Any], ttl_s: int | None
+) -> None:
+    """The agent's ``prompt_cache_options`` and ``prompt_cache_retention`` go as sent, never
+    beside one the proxy adds; the daemon prices entries as living as long as they were asked
+    to (twelve hours; a day's retention, counted as an hour), else the model's own."""
+    body = {**fields, "input": [{"role": "user", "content": "hello " * 40}], "store": False}
+    async with (
+        aiohttp.ClientSession() as client,
+        client.post(
+            running.url + "/v1/responses", json=body, headers={"Authorization": "Bearer sk-x"}
+        ) as response,
+    ):
+        assert response.status == 200
+    got = running.fake.api_requests[-1].body
+    expected = {k: v for k, v in body.items() if k != "input"}
+    if ttl_s == 3600:
+        expected["prompt_cache_retention"] = "24h"
+    assert {k: v for k, v in got.items() if k != "input"} == expected
+    (status,) = await running.statuses()
+    session = await running.daemon.registry.get(status["sessionId"])
+    assert session.overrides.get("cache.ttlSeconds") == ttl_s

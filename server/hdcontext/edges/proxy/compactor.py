@@ -71,7 +71,15 @@ from .api import Api, Unsupported
 from .assembly import Pieces, assemble, encoded
 from .keepwarm import REFRESH_TEXT
 from .marks import ONE_HOUR, asks_long_in
-from .openai_cache import LONG_RETENTION, LONG_RETENTION_TTL_S, RETENTION_KEY, retention_to_ask
+from .openai_cache import (
+    LONG_OPTIONS_TTL,
+    LONG_OPTIONS_TTL_S,
+    LONG_RETENTION,
+    LONG_RETENTION_TTL_S,
+    OPTIONS_KEY,
+    RETENTION_KEY,
+    retention_to_ask,
+)
 from .prefix import Layout, LayoutError, Splicer, after, common_prefix, find, walk
 from .resend import AsSent
 from .upstream import abandon
@@ -639,7 +647,9 @@ class Compactor:
         Anthropic agent that asked an hour on any mark (now or before: it does not change its
         mind) gets ``cache.ttl: 1h``, so that the daemon prices what the provider keeps and
         every mark the proxy writes asks an hour. An OpenAI request asking a day's retention
-        (its own, or the proxy's) keeps entries longer than in memory."""
+        (its own, or the proxy's) keeps entries longer than in memory, and one whose
+        ``prompt_cache_options`` ask twelve hours (GPT-5.6 on) keeps them that long at
+        least."""
         if api.name == "anthropic":
             if session in self._long or asks_long_in(_unread(raw, match)):
                 self._long[session] = None
@@ -648,6 +658,9 @@ class Compactor:
                     self._long.popitem(last=False)
                 return {"cache.ttl": ONE_HOUR}
             return {}
+        options = body.get(OPTIONS_KEY)
+        if isinstance(options, Mapping) and options.get("ttl") == LONG_OPTIONS_TTL:
+            return {"cache.ttlSeconds": LONG_OPTIONS_TTL_S}
         if retention_to_ask(body) is not None or body.get(RETENTION_KEY) == LONG_RETENTION:
             return {"cache.ttlSeconds": LONG_RETENTION_TTL_S}
         return {}

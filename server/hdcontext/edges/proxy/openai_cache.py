@@ -17,6 +17,13 @@ from typing import Any
 from ...core.prices import lookup
 
 RETENTION_KEY = "prompt_cache_retention"
+OPTIONS_KEY = "prompt_cache_options"
+"""GPT-5.6 on: ``{"mode": "implicit"|"explicit", "ttl": "30m"|"12h"}``. The proxy never
+writes it (sources disagree on whether ``12h`` is taken yet: the API reference lists it, the
+guide's own SDK notes call ``30m`` the only value); an agent's goes as sent."""
+LONG_OPTIONS_TTL = "12h"
+LONG_OPTIONS_TTL_S = 12 * 3600
+"""What an entry asked ``12h`` lives at least: the daemon counts on it."""
 LONG_RETENTION = "24h"
 LONG_RETENTION_TTL_S = 3600
 """What the daemon counts on with ``24h``: OpenAI promises no length ("up to 24 hours",
@@ -27,8 +34,8 @@ to what the provider bills."""
 def retention_to_ask(body: Mapping[str, Any]) -> str | None:
     """``"24h"`` when the proxy should ask it for this request, else None (the agent chose
     its own, or the model does not offer it, or the table does not know the model)."""
-    if RETENTION_KEY in body:
-        return None
+    if RETENTION_KEY in body or OPTIONS_KEY in body:
+        return None  # never both: the agent chose the cache's lifetime itself
     model = body.get("model")
     if not isinstance(model, str):
         return None

@@ -47,10 +47,9 @@ from ...formats.exporters import openai_responses as exporter
 from ...formats.importers import openai_responses as importer
 from .api import Shape, Unsupported
 from .openai import BREAKPOINT, BREAKPOINT_KEY
-from .openai_cache import RETENTION_KEY, retention_to_ask
+from .openai_cache import OPTIONS_KEY, RETENTION_KEY, retention_to_ask
 from .usage import Billed, responses_billed
 
-OPTIONS_KEY: Final = "prompt_cache_options"
 WRITES: Final = 4
 """Breakpoints a request may write, OpenAI's implicit one among them unless turned off."""
 COMPACTION: Final = "compaction"
@@ -209,8 +208,6 @@ class ResponsesApi:
         return _marked(message)
 
     def body_edits(self, body: Mapping[str, Any], marked: Sequence[str]) -> dict[str, Any]:
-        if OPTIONS_KEY in body:
-            return {}  # never both: the agent chose the cache's options itself
         retention = retention_to_ask(body)
         return {} if retention is None else {RETENTION_KEY: retention}
 
