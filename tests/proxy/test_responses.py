@@ -307,7 +307,7 @@ async def test_a_websocket_is_refused_so_that_the_agent_uses_http_at_once(
             )
     assert refused.value.status == 426
     assert running.fake.seen == []
-    assert running.proxy.state.not_forwarded
+    assert running.proxy.state.uncarried.not_forwarded
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,8 @@ from hdcontext.edges.daemon.daemon import Daemon
 from hdcontext.edges.daemon.ide_settings import IdeSettings
 from hdcontext.edges.proxy.routes import place
 from hdcontext.edges.proxy.run import Proxy, _NoEditor
+from hdcontext.edges.proxy.uncarried import path_kind
+from hdcontext.edges.stats.report import uncarried
 from hdcontext.edges.storage.store import prepare_folder
 
 ANTHROPIC_KEY = "sk-ant-routing-secret"
@@ -292,3 +294,47 @@ def test_placed_by_path_then_credential(
     path: str, headers: dict[str, str], query: dict[str, str], api: str | None
 ) -> None:
     assert place(path, headers, query).api == api
+
+
+async def test_what_is_not_carried_reaches_hdcontext_stats(three: Three) -> None:
+    """Every request hdcontext did not carry is counted on disk by outcome and reason, for
+    ``hdcontext stats`` (a later day, another process) as for the page: one it answered
+    itself, one of no model call passed through, one that went as it came."""
+    async with aiohttp.ClientSession() as client:
+        for call in (CALLS[-1], CALLS[1], CALLS[1]):
+            await _send(client, three.proxy.url, call, "anthropic")
+        async with client.post(
+            three.proxy.url + "/v1/messages",
+            data=b"not json",
+            headers={"x-api-key": ANTHROPIC_KEY, "anthropic-version": "2023-06-01"},
+        ) as response:
+            assert response.status == 200
+    await three.proxy.state.store_uncarried()
+    counted = uncarried(three.proxy.state.compactor.daemon.storage_dir)
+    assert counted["notForwarded"] == 1
+    assert counted["passedThrough"] == 2
+    assert counted["passedThroughReasons"] == [
+        {"why": "POST /v1/messages/count_tokens", "requests": 2}
+    ]
+    assert counted["asSent"] == 1
+    assert counted["reasons"][0]["why"].startswith("anthropic the body is not JSON")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kind"),
+    [
+        (
+            "POST",
+            "/v1beta/models/gemini-2.5-pro:countTokens",
+            "POST /v1beta/models/{model}:countTokens",
+        ),
+        ("GET", "/v1/models/gpt-4.1", "GET /v1/models/{model}"),
+        ("GET", "/v1/files/file-abc123def", "GET /v1/files/{id}"),
+        ("DELETE", "/v1/responses/resp_0123456789abcdef", "DELETE /v1/responses/{id}"),
+        ("POST", "/v1/messages/count_tokens", "POST /v1/messages/count_tokens"),
+    ],
+)
+def test_a_path_is_named_by_its_kind(method: str, path: str, kind: str) -> None:
+    """What a count names of a path: ids and model names made placeholders, so that the
+    reasons stay few and hold nothing the caller wrote at length."""
+    assert path_kind(method, path) == kind

@@ -173,5 +173,7 @@ async def test_the_page_says_which_requests_went_as_they_came(running: Running) 
         ],
         "notForwarded": 0,
         "notForwardedReasons": [],
+        "passedThrough": 0,
+        "passedThroughReasons": [],
     }
     assert SECRET_TEXT.encode() not in raw

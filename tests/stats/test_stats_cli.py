@@ -443,3 +443,42 @@ def test_the_pages_default_port_is_the_dashboards() -> None:
     from hdcontext.edges.proxy.dashboard import DEFAULT_PORT as DASHBOARD_PORT
 
     assert DEFAULT_PORT == DASHBOARD_PORT
+
+
+def test_the_requests_the_proxy_did_not_carry_are_said(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An agent the proxy cannot carry is visible from its first day: the requests that went
+    as they came, those the proxy answered itself and those of no model call, each with its
+    reason, in the JSON and under the table; ``--since`` keeps the recent ones."""
+    from hdcontext.edges.storage.store import PassedRow
+
+    async def count() -> None:
+        store = Store(folder)
+        await store.open()
+        try:
+            await store.add_passed(
+                [
+                    PassedRow(
+                        "2026-11-20", "responses", "as sent", "not carried: x", 3, noon(20, 0)
+                    ),
+                    PassedRow(
+                        "2026-11-21", "responses", "as sent", "not carried: x", 2, noon(21, 0)
+                    ),
+                    PassedRow(
+                        "2026-11-21", "", "not forwarded", "/api/chat is no API", 1, noon(21, 1)
+                    ),
+                ]
+            )
+        finally:
+            await store.close()
+
+    asyncio.run(count())
+    every = stats_json(capsys, folder)["notCarried"]
+    assert (every["asSent"], every["notForwarded"], every["passedThrough"]) == (5, 1, 0)
+    assert every["reasons"] == [{"why": "responses not carried: x", "requests": 5}]
+    recent = stats_json(capsys, folder, "--since", "2026-11-21")["notCarried"]
+    assert recent["asSent"] == 2  # the day before goes; its rows are kept whole per day
+    table = run("--storage-dir", str(folder), columns=80).stdout
+    assert "5 requests went to the model as the agent sent them" in table
+    assert "1 request answered by the proxy and forwarded nowhere" in table

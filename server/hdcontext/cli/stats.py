@@ -37,7 +37,7 @@ from ..core.stats.costs import (
     session_json,
     sessions_by_last,
 )
-from ..edges.stats.report import StatsError, read
+from ..edges.stats.report import StatsError, read, uncarried
 from ..edges.storage.store import PRIVATE_UMASK
 from .sessions import parse_duration
 
@@ -196,6 +196,7 @@ def main(args: argparse.Namespace, default_storage: Path) -> int:
     try:
         prices = _prices(args.prices)
         found = read(folder, prices=prices, since=since, session=args.session)
+        passed = uncarried(folder, since) if args.session is None else None
     except StatsError as exc:
         _say(str(exc))
         return BAD_INPUT
@@ -209,7 +210,10 @@ def main(args: argparse.Namespace, default_storage: Path) -> int:
         return serve_page(dashboard, args.port)
     report = found.report
     if args.json:
-        print(json.dumps(_as_json(report, folder, args, found.session_id), ensure_ascii=False))
+        out = _as_json(report, folder, args, found.session_id)
+        if passed is not None:
+            out["notCarried"] = passed
+        print(json.dumps(out, ensure_ascii=False))
         return OK
     from rich.console import Console
 
@@ -220,7 +224,37 @@ def main(args: argparse.Namespace, default_storage: Path) -> int:
         _show_sessions(console, report, folder, args.since)
     else:
         _show_days(console, report, folder, args.since)
+    for line in _uncarried_lines(passed or {}):
+        console.print(line, style="dim")
     return OK
+
+
+def _uncarried_lines(passed: dict[str, Any]) -> list[str]:
+    """What the proxy did not carry (``report.uncarried``), a line an outcome, most first."""
+
+    def reasons(key: str) -> str:
+        listed = passed.get(key) or []
+        shown = [f"{r['why']} ({r['requests']:,})" for r in listed[:8]]
+        more = len(listed) - len(shown)
+        return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
+
+    lines = []
+    if passed.get("asSent"):
+        lines.append(
+            f"{_n(passed['asSent'], 'request')} went to the model as the agent sent them, "
+            f"nothing taken out: {reasons('reasons')}."
+        )
+    if passed.get("notForwarded"):
+        lines.append(
+            f"{_n(passed['notForwarded'], 'request')} answered by the proxy and forwarded "
+            f"nowhere: {reasons('notForwardedReasons')}."
+        )
+    if passed.get("passedThrough"):
+        lines.append(
+            f"{_n(passed['passedThrough'], 'request')} of no model call passed to the "
+            f"provider as they came: {reasons('passedThroughReasons')}."
+        )
+    return lines
 
 
 def _as_json(

@@ -164,6 +164,7 @@ class Daemon:
                     deleted += 1
         if deleted:
             await self.update_watcher()
+        await self.store.forget_passed(idle_before)  # counts of requests, no session's
         return deleted
 
     def _make_session(self, session_id: str) -> Session:

@@ -40,6 +40,7 @@ from .openai import OpenAiApi
 from .resend import REFUSED_STATUS, refusal_kind
 from .responses import ResponsesApi
 from .routes import ApiName, Placed, place
+from .uncarried import AS_SENT, NOT_FORWARDED, PASSED_THROUGH, Uncarried, path_kind
 from .upstream import SESSION_HEADER, Forwarded, Upstream, forward, request_headers, saved
 from .usage import from_json
 
@@ -83,13 +84,10 @@ class ProxyState:
     """Calls of conversations being taken in, told to their sessions once they are."""
     said: dict[str, float] = field(default_factory=dict)
     """The reasons warned of lately (``_unchanged``), with when."""
-    as_sent: dict[str, int] = field(default_factory=dict)
-    """Since the proxy started, each reason a request went as it came, and how many did (the
-    ``SAID_KEPT`` latest reasons): what the savings page shows, since nothing of it is
-    stored."""
-    not_forwarded: dict[str, int] = field(default_factory=dict)
-    """The same for the requests the proxy answered itself (no API it serves, another
-    provider's key), which went nowhere."""
+    uncarried: Uncarried = field(default_factory=Uncarried)
+    """The requests hdcontext did not carry, by reason (``uncarried.py``)."""
+    storing: asyncio.Future[None] | None = None
+    """The counts of ``uncarried`` on their way to the store, every ``STORE_EVERY_S``."""
 
     async def settled(self) -> None:
         """Wait for the conversations being taken in and the calls told to them after
@@ -102,12 +100,26 @@ class ProxyState:
         """For the savings page: the requests sent to the model as the agent sent them since
         the proxy started, and why (kinds and counts, as the log says them); and those the
         proxy forwarded nowhere."""
+        counted = self.uncarried
         return {
-            "asSent": sum(self.as_sent.values()),
-            "reasons": _by_count(self.as_sent),
-            "notForwarded": sum(self.not_forwarded.values()),
-            "notForwardedReasons": _by_count(self.not_forwarded),
+            "asSent": sum(counted.as_sent.values()),
+            "reasons": _by_count(counted.as_sent),
+            "notForwarded": sum(counted.not_forwarded.values()),
+            "notForwardedReasons": _by_count(counted.not_forwarded),
+            "passedThrough": sum(counted.passed_through.values()),
+            "passedThroughReasons": _by_count(counted.passed_through),
         }
+
+    async def store_uncarried(self) -> None:
+        """Add the counts not stored yet to the store (kept for the next time if it fails)."""
+        rows = self.uncarried.take()
+        if not rows:
+            return
+        try:
+            await self.compactor.daemon.store.add_passed(rows)
+        except Exception as exc:
+            self.uncarried.give_back(rows)
+            log.warning("the requests not carried were not counted on disk: %s", type(exc).__name__)
 
 
 def _by_count(counted: dict[str, int]) -> list[dict[str, Any]]:
@@ -115,11 +127,15 @@ def _by_count(counted: dict[str, int]) -> list[dict[str, Any]]:
     return [{"why": why, "requests": n} for why, n in reasons]
 
 
-def count(counted: dict[str, int], why: str) -> None:
-    """One more request for ``why``, the latest last (the oldest reason goes first)."""
-    counted[why] = counted.pop(why, 0) + 1
-    while len(counted) > SAID_KEPT:
-        del counted[next(iter(counted))]
+TAKING_IN = "a conversation new to the proxy: it goes as it came while it is taken in"
+STORE_EVERY_S = 5.0
+"""How often the counts of the requests not carried are added to the store."""
+
+
+async def _store_every(state: ProxyState) -> None:
+    while True:
+        await asyncio.sleep(STORE_EVERY_S)
+        await state.store_uncarried()
 
 
 STATE = web.AppKey("hdcontext_proxy", ProxyState)
@@ -164,11 +180,15 @@ async def _client(app: web.Application) -> Any:
     # collector need not walk it at every full collection (the compactor freezes what a
     # conversation taken in adds the same way).
     gc.freeze()
+    state.storing = asyncio.ensure_future(_store_every(state))
     yield
+    state.storing.cancel()
+    await asyncio.wait({state.storing})
     await state.client.close()
     try:
         if state.tallies:
             await asyncio.gather(*state.tallies, return_exceptions=True)
+        await state.store_uncarried()
         await state.compactor.close()
     except Exception as exc:  # stopping goes on; only the last calls' usage is lost
         log.warning("usage not saved at stop: %s", type(exc).__name__)
@@ -215,7 +235,7 @@ def _not_forwarded(state: ProxyState, request: web.Request, placed: Placed) -> w
     """The proxy's own answer to a request it forwards nowhere, counted for the savings page
     and said in the log (the method and the reason: no value the caller sent)."""
     state.requests += 1
-    count(state.not_forwarded, placed.why)
+    state.uncarried.note(placed.api or "", NOT_FORWARDED, placed.why)
     log.warning("%s request not forwarded: %s", request.method, placed.why)
     message = f"hdcontext proxy: {placed.why}"
     error_type = "not_found_error" if placed.status == 404 else "invalid_request_error"
@@ -229,6 +249,7 @@ def _not_forwarded(state: ProxyState, request: web.Request, placed: Placed) -> w
 
 async def _passthrough(request: web.Request, name: ApiName) -> web.StreamResponse:
     state = request.app[STATE]
+    state.uncarried.note(name, PASSED_THROUGH, path_kind(request.method, request.path))
     body = await request.read()
     log.debug("%s %s %s: %d bytes, passed through", name, request.method, request.path, len(body))
     started = time.perf_counter()
@@ -472,6 +493,7 @@ async def _compacted(
         return _unchanged(state, api, f"hdcontext failed: {type(exc).__name__}")
     if compacted.passed:
         state.unchanged += 1
+        state.uncarried.note(api.name, AS_SENT, TAKING_IN)
         log.info(
             "%s %s: a conversation not seen before (%d bytes) goes as it came while it is taken in",
             api.name,
@@ -499,7 +521,7 @@ def _unchanged(state: ProxyState, api: Api, why: str) -> Compacted | None:
     first time in an hour that this reason comes, a debug line for it again meanwhile."""
     state.unchanged += 1
     now, key = time.monotonic(), f"{api.name} {why}"
-    count(state.as_sent, key)
+    state.uncarried.note(api.name, AS_SENT, why)
     last = state.said.get(key)
     if last is not None and now - last < SAID_AGAIN_AFTER_S:
         log.debug("%s request forwarded unchanged again: %s", api.name, why)

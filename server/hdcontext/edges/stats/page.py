@@ -289,23 +289,34 @@ _SCRIPT = r"""
         plural(t.unpricedCalls, "call") + " shown in tokens only: " + why));
     }
 
-    var proxy = data.proxy;
-    if (proxy && proxy.asSent) {
-      var reasons = proxy.reasons.map(function (r) {
+    // The requests hdcontext did not carry: those the storage counted in the period, or,
+    // where it counted none yet, those the running proxy counted since it started.
+    var stored = data.passed;
+    var proxy = stored && (stored.asSent || stored.notForwarded || stored.passedThrough)
+      ? stored : data.proxy;
+    var when = proxy === stored ? "" : " since the proxy started";
+    function listed(reasons) {
+      return reasons.map(function (r) {
         return r.why + " (" + r.requests.toLocaleString("en-US") + ")";
       }).join("; ");
+    }
+    if (proxy && proxy.asSent) {
       root.appendChild(el("p", {"class": "note", "data-testid": "as-sent"},
-        plural(proxy.asSent, "request") + " since the proxy started went to the model "
-          + "as the agent sent them, nothing taken out: " + reasons));
+        plural(proxy.asSent, "request") + when + " went to the model "
+          + "as the agent sent them, nothing taken out: " + listed(proxy.reasons)));
     }
     if (proxy && proxy.notForwarded) {
-      var refused = proxy.notForwardedReasons.map(function (r) {
-        return r.why + " (" + r.requests.toLocaleString("en-US") + ")";
-      }).join("; ");
       root.appendChild(el("p", {"class": "note", "data-testid": "not-forwarded"},
-        plural(proxy.notForwarded, "request") + " since the proxy started "
+        plural(proxy.notForwarded, "request") + when + " "
           + (proxy.notForwarded === 1 ? "was" : "were") + " answered by the proxy and "
-          + "forwarded nowhere: " + refused));
+          + "forwarded nowhere: " + listed(proxy.notForwardedReasons)));
+    }
+    if (proxy && proxy.passedThrough) {
+      root.appendChild(el("p", {"class": "note", "data-testid": "passed-through"},
+        plural(proxy.passedThrough, "request") + when + " of no model call "
+          + (proxy.passedThrough === 1 ? "was" : "were") + " passed to the provider as "
+          + (proxy.passedThrough === 1 ? "it" : "they") + " came: "
+          + listed(proxy.passedThroughReasons)));
     }
 
     root.appendChild(el("h2", {}, "Cost per day"));

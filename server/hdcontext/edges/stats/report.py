@@ -105,6 +105,40 @@ def page_figures(
     since: int | None = None,
     since_label: str | None = None,
 ) -> dict[str, Any]:
-    """What the page shows of ``folder`` (``core.stats.page_json``)."""
+    """What the page shows of ``folder`` (``core.stats.page_json``), and the requests the
+    proxy did not carry (``uncarried``)."""
     report = read(folder, prices=prices, since=since).report
-    return page_json(report, str(folder), since_label, time.time_ns() // 1_000_000)
+    figures = page_json(report, str(folder), since_label, time.time_ns() // 1_000_000)
+    figures["passed"] = uncarried(folder, since)
+    return figures
+
+
+_OUTCOMES = (
+    ("as sent", "asSent", "reasons"),
+    ("not forwarded", "notForwarded", "notForwardedReasons"),
+    ("passed through", "passedThrough", "passedThroughReasons"),
+)
+
+
+def uncarried(folder: Path, since: int | None = None) -> dict[str, Any]:
+    """The requests the proxy did not carry since ``since`` (ms; its ``passed`` table), by
+    outcome and reason, most first, in the shape of the running proxy's own figures
+    (``ProxyState.forwarded_as_sent``)."""
+    try:
+        with ReadOnly(folder) as db:
+            rows = db.passed(since)
+    except StoreError as exc:
+        raise StatsError(str(exc)) from None
+    figures: dict[str, Any] = {}
+    for outcome, total, reasons in _OUTCOMES:
+        counted: dict[str, int] = {}
+        for row in rows:
+            if row.outcome == outcome:
+                why = f"{row.api} {row.reason}" if outcome == "as sent" else row.reason
+                counted[why] = counted.get(why, 0) + row.requests
+        figures[total] = sum(counted.values())
+        figures[reasons] = [
+            {"why": why, "requests": n}
+            for why, n in sorted(counted.items(), key=lambda item: (-item[1], item[0]))
+        ]
+    return figures

@@ -166,6 +166,15 @@ CREATE TABLE IF NOT EXISTS resume (
     client TEXT NOT NULL,
     body BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS passed (
+    day TEXT NOT NULL,
+    api TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    requests INTEGER NOT NULL,
+    last INTEGER NOT NULL,
+    PRIMARY KEY (day, api, outcome, reason)
+);
 """
 CALLS_TABLE = "calls"
 """One row per model call, refresh call and retrieve of a session (``core/stats/calls.py``), for
@@ -182,6 +191,13 @@ RESUME_TABLE = "resume"
 the first request after a restart is read as a turn, not as a conversation never seen. A
 row goes with its session like every other (``SESSION_COLUMN``); the agent's key is never in
 it (keys travel in headers). Added in schema 3 without a version change, like ``calls``."""
+PASSED_TABLE = "passed"
+"""The proxy's requests that hdcontext did not carry, counted by UTC day, API, outcome (``as
+sent``: to the model as the agent sent them; ``not forwarded``: answered by the proxy itself;
+``passed through``: a path that is no model call) and reason (kinds and indices, never
+content), so that ``hdcontext stats`` shows an agent the proxy cannot carry from its first
+day. Belongs to no session; rows older than the retention go with the idle sessions
+(``Store.forget_passed``). Added in schema 3 without a version change, like ``calls``."""
 SESSION_COLUMN = "session_id"
 """A table with this column holds rows of a session: they are deleted with it."""
 
@@ -341,6 +357,20 @@ class ResumeRow:
     api: str
     client: str
     body: bytes
+
+
+@dataclass(frozen=True)
+class PassedRow:
+    """Requests of one day, API, outcome and reason (``PASSED_TABLE``)."""
+
+    day: str
+    """UTC, ``YYYY-MM-DD``."""
+    api: str
+    outcome: str
+    reason: str
+    requests: int
+    last: int
+    """When the latest of them came (ms)."""
 
 
 @dataclass(frozen=True)
@@ -652,6 +682,30 @@ class Store:
             return kept
 
         return await self._run(run)
+
+    async def add_passed(self, rows: Sequence[PassedRow]) -> None:
+        """Add ``rows``' requests to those counted already (``PASSED_TABLE``)."""
+
+        def run(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                db.executemany(
+                    f"INSERT INTO {PASSED_TABLE} (day, api, outcome, reason, requests, last) "
+                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (day, api, outcome, reason) DO "
+                    "UPDATE SET requests=requests+excluded.requests, "
+                    "last=max(last, excluded.last)",
+                    [(r.day, r.api, r.outcome, r.reason, r.requests, r.last) for r in rows],
+                )
+
+        await self._run(run)
+
+    async def forget_passed(self, before: int) -> None:
+        """Delete the counts of requests none of which came at ``before`` (ms) or later."""
+
+        def run(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                db.execute(f"DELETE FROM {PASSED_TABLE} WHERE last<?", (before,))
+
+        await self._run(run)
 
     async def take_resume(self, since: int) -> list[ResumeRow]:
         """The requests ``keep_resume`` kept that were made at ``since`` (ms) or later, most
@@ -1045,6 +1099,28 @@ class ReadOnly:
         if self._db is None:
             return []
         return _select_calls(self._db, self.path, None if session_id is None else [session_id])
+
+    def passed(self, since: int | None = None) -> list[PassedRow]:
+        """The requests counted in ``PASSED_TABLE`` whose latest came at ``since`` (ms) or
+        later (all: ``None``), by day, most requests first; none from a database no proxy
+        that counts them has opened."""
+        if self._db is None:
+            return []
+        try:
+            rows = self._db.execute(
+                f"SELECT day, api, outcome, reason, requests, last FROM {PASSED_TABLE} "
+                "WHERE last>=? ORDER BY day, requests DESC, reason",
+                (since or 0,),
+            ).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return []
+            raise StoreError(f"cannot read {self.path}: {exc}") from None
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read {self.path}: {exc}") from None
+        return [
+            PassedRow(str(d), str(a), str(o), str(r), int(n), int(t)) for d, a, o, r, n, t in rows
+        ]
 
     def overrides(self) -> dict[str, dict[str, object]]:
         """Each stored session's own settings (``history/setOverride``), by id: a session's
