@@ -17,6 +17,7 @@ from ..conversation import IMPORT_FORMATS, Conversation, FormatError
 from . import (
     anthropic_messages,
     claude_code,
+    codex_rollout,
     gemini_contents,
     icontent,
     mini_swe_agent,
@@ -53,7 +54,7 @@ def load(
         return _repaired(claude_code.load(text, thread=thread, strict=strict)), fmt
     if thread not in (AUTO, MAIN):
         raise FormatError(f"{fmt} holds one conversation: there is no thread '{thread}'")
-    return _repaired(_from_json(text, fmt)), fmt
+    return _repaired(_one(text, fmt, strict)), fmt
 
 
 def load_threads(
@@ -66,7 +67,14 @@ def load_threads(
     if fmt == "claude-code":
         threads = claude_code.load_threads(text, strict=strict)
         return [(name, _repaired(c)) for name, c in threads], fmt
-    return [(MAIN, _repaired(_from_json(text, fmt)))], fmt
+    return [(MAIN, _repaired(_one(text, fmt, strict)))], fmt
+
+
+def _one(text: str, fmt: str, strict: bool) -> Conversation:
+    """The one conversation of a format that holds one: a JSON Lines log or a JSON document."""
+    if fmt == "codex":
+        return codex_rollout.load(text, strict=strict)
+    return _from_json(text, fmt)
 
 
 def _from_json(text: str, fmt: str) -> Conversation:
