@@ -139,7 +139,9 @@ def headers_only(text: str) -> str | None:
 
 def _body(text: str) -> list[str] | None:
     """The lines between ``*** Begin Patch`` and ``*** End Patch``, or ``None``."""
-    lines = text.strip().splitlines()
+    # Lines as Codex splits them (Rust's ``lines``): at "\n" only, a "\r" before it dropped. A
+    # split at Python's other line breaks (U+2028…) would turn an added line into a header.
+    lines = [line.removesuffix("\r") for line in text.strip().split("\n")]
     if len(lines) >= 4 and lines[0].strip() in _HEREDOC_OPENERS and lines[-1].strip() == "EOF":
         lines = lines[1:-1]
     if len(lines) < 2 or lines[0].strip() != BEGIN or lines[-1].strip() != END:
