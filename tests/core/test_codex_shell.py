@@ -282,3 +282,51 @@ def test_every_shell_call_of_the_rollouts_is_read_without_error() -> None:
     calls = [b for e in history for b in e.blocks if isinstance(b, ToolCallBlock)]
     assert len(calls) == 3
     assert find_stale_reads(history, KEEP) == []
+
+
+# -- ranges of lines ------------------------------------------------------------------------
+
+RANGES = [
+    ("sed -n '1,200p' README.md", (1, 201)),
+    ("nl -ba README.md | sed -n '200,400p'", (200, 401)),
+    ("sed -n '260,999p' README.md | nl -ba | sed -n '1,5p'", (260, 265)),  # Hoper-J's form
+    ("head -n 40 README.md", (1, 41)),
+    ("cat README.md | head -20", (1, 21)),
+    ("tail -n +30 README.md", (30, None)),
+    ("sed -n '5p' README.md", (5, 6)),
+]
+
+
+@pytest.mark.parametrize(("command", "lines"), RANGES)
+def test_a_range_read_shows_a_range_of_lines(command: str, lines: tuple[int, int | None]) -> None:
+    effect = shell_effect(command, ROOT)
+    assert effect is not None
+    assert effect.line_ranges == ((f"{ROOT}/README.md", *lines),)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "tail -n 20 README.md",
+        "cat -s README.md | head",
+        "grep -n x README.md",
+        "head -c 99 README.md",
+    ],
+)
+def test_lines_counted_from_the_end_or_changed_are_no_range(command: str) -> None:
+    effect = shell_effect(command, ROOT)
+    assert effect is None or effect.line_ranges == ()
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_a_range_read_goes_once_a_wider_range_is_read_again(tool: str) -> None:
+    history = entries(
+        turn(),
+        *shell("narrow", tool, "nl -ba README.md | sed -n '1,220p'"),
+        *shell("other", tool, "sed -n '200,400p' README.md"),
+        *apply_patch("w", UPDATE_README, UPDATED),
+        *shell("tail", tool, "tail -n 20 README.md"),
+        *shell("wide", tool, "sed -n '1,300p' README.md"),
+    )
+    # The wide read holds the first; the second runs past it, and the tail counts from the end.
+    assert prune_stale_reads(history, KEEP).removals == indices(history, "narrow")

@@ -227,10 +227,13 @@ def read_span(name: str, parameters: object) -> Span:
     return Span(False, name, exact=exact)
 
 
-def shell_span(command: str) -> Span:
-    """A shell read that shows part of a file (``head``, ``sed -n``…): only the very same
-    command shows the same part again."""
-    return Span(False, "shell", exact=command)
+def shell_span(command: str, lines: tuple[int, int | None] | None = None) -> Span:
+    """A shell read that shows part of a file (``head``, ``sed -n``…): the lines it showed,
+    which a read of a range holding them shows again, when they are a range
+    (``ShellEffect.line_ranges``); else only the very same command shows the same part."""
+    if lines is None:
+        return Span(False, "shell", exact=command)
+    return Span(False, "shell", lines[0], lines[1], exact=command)
 
 
 def writes_whole_content(parameters: object) -> bool:

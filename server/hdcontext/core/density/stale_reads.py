@@ -503,7 +503,8 @@ class StaleReadPass:
         if run is not None and block.name not in config.read_tools:
             command = _shell_call(entry_of, position)[0]
             full = set(run.effect.full_reads)
-            spans = tuple(WHOLE if p in full else shell_span(command) for p in paths)
+            ranges = {p: (low, high) for p, low, high in run.effect.line_ranges}
+            spans = tuple(WHOLE if p in full else shell_span(command, ranges.get(p)) for p in paths)
             worked = run.succeeded
         else:
             spans = (block.span,) * len(paths)

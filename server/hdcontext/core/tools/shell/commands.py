@@ -34,7 +34,7 @@ from functools import lru_cache
 from ..files import is_absolute, resolve_path
 from ..patch import patch_files, patch_writes
 from .lex import HEREDOC_OPS, Ambiguous, Op, Token, Word, tokenize
-from .programs import files_of
+from .programs import Lines, files_of, line_range
 
 # Parameter keys agents use for the command and for its working directory.
 COMMAND_KEYS: tuple[str, ...] = ("command", "cmd")
@@ -109,6 +109,10 @@ class ShellEffect:
     full_reads: tuple[str, ...] = ()
     """Files of ``reads`` whose whole content reached the output (``cat``/``nl`` with no
     stage after it): a full view of the file, not a part of it."""
+    line_ranges: tuple[tuple[str, int, int | None], ...] = ()
+    """For a pure read of one file, the lines ``[low, high)`` of it the output showed, when
+    they are a range (``sed -n '1,200p' f``, ``nl -ba f | sed -n '200,400p'``, ``head -n 50
+    f``): a later read of a range holding it shows all it showed."""
     whole_writes: tuple[str, ...] = ()
     """Files of ``writes`` whose whole new content is in the command itself (``cat <<EOF >
     FILE``, an ``apply_patch`` Add File or Delete File): the command is a full view of what
@@ -152,6 +156,7 @@ class _Stage:
     known: bool = True  # every file it names resolved
     whole: bool = False  # it outputs its files whole (cat, nl)
     whole_writes: tuple[str, ...] = ()  # files whose whole new content the command holds
+    lines: Lines | None = None  # the lines of its one file, or of its input, it prints
 
 
 # -- the parameters of a shell call -------------------------------------------------------
@@ -303,11 +308,13 @@ def shell_effect(command: str, cwd: str | None) -> ShellEffect | None:
         and not writes
         and _is_pure_read(non_cd[0][1])
     )
+    lines = _pipeline_lines(non_cd[0][1]) if pure else None
     return ShellEffect(
         reads=tuple(dict.fromkeys(reads)),
         writes=tuple(dict.fromkeys(writes)),
         pure_read=pure,
         full_reads=tuple(dict.fromkeys(full_reads)),
+        line_ranges=() if lines is None else ((reads[0], *lines),),
         whole_writes=tuple(dict.fromkeys(whole_writes)),
         changes_directory=changes,
         final_cwd=cwd,
@@ -405,6 +412,23 @@ def _pipeline_reads(stages: Sequence[_Stage]) -> list[str]:
     return out
 
 
+def _pipeline_lines(stages: Sequence[_Stage]) -> Lines | None:
+    """The lines of its one file a read pipeline shows, when every stage keeps a range:
+    each filter takes its range of the lines the stage before it printed."""
+    first = stages[0]
+    if len(first.reads) != 1 or first.lines is None:
+        return None
+    low, high = first.lines
+    for stage in stages[1:]:
+        if stage.lines is None:
+            return None
+        start, end = stage.lines
+        shifted = None if end is None else low + end - 1
+        low = low + start - 1
+        high = shifted if high is None else high if shifted is None else min(high, shifted)
+    return low, high
+
+
 def _is_pure_read(stages: Sequence[_Stage]) -> bool:
     first, rest = stages[0], stages[1:]
     return (
@@ -478,6 +502,7 @@ def _stage(command: _Command, cwd: str | None) -> _Stage:
         known=known and files_known,
         whole=name in _WHOLE_READERS and not redirect_writes,
         whole_writes=whole_writes,
+        lines=line_range(name, args) if name and (len(real_reads) == 1 or is_filter) else None,
     )
 
 
