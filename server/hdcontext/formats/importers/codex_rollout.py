@@ -8,9 +8,11 @@ A rollout is one ``{timestamp, type, payload}`` record a line, by ``type``:
   conversation and read as any other.
 * ``turn_context``: each turn's ``cwd`` and ``model``. The ``ai`` entries of the turn carry them
   (``metadata.cwd``, ``metadata.model``): the shell rules run a call that names no ``workdir`` in
-  that directory (``core/density/file_rules.entry_cwd``). Before 0.40 there is none, and the
-  session's ``cwd`` stands in: Codex runs each command in a fresh shell, so a ``cd`` in one call
-  never moves the next.
+  that directory (``core/density/file_rules.entry_cwd``), and a patch's paths start there.
+  0.34 writes none, and the session's ``cwd`` stands in: Codex runs each command in a fresh
+  shell, so a ``cd`` in one call never moves the next. The last ``model`` is the
+  conversation's (``Conversation.model``), and whatever it is the API is OpenAI's
+  (``Conversation.provider``).
 * ``response_item``: the conversation, read by ``responses_items.py``; a ``ghost_snapshot`` is
   Codex's git bookkeeping, not conversation. An output that is a refusal rather than what a
   command printed is an error (``codex_outputs.py``).
