@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 
-from hdcontext.core.content import Block, IContent, ThinkingBlock, ToolCallBlock, ToolResponseBlock
+from hdcontext.core.content import (
+    Block,
+    IContent,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResponseBlock,
+)
 from hdcontext.core.validity import NO_RESULT, problems
 from hdcontext.formats.conversation import FormatError
 from hdcontext.formats.exporters import export
@@ -27,6 +34,7 @@ SWE = [f for f in FILES if f.suffix == ".traj"]
 FORMAT_OF_FOLDER = {
     "claude-code": "claude-code",
     "claude-code-log": "claude-code",
+    "codex": "codex",
     "mini-swe-agent": "mini-swe-agent",
     "swe-agent": "swe-agent",
     "gemini": "gemini-cli",
@@ -36,9 +44,16 @@ FORMAT_OF_PREFIX = {"checkpoint-": "gemini"}
 # Files that name no folder of their own anywhere, and so give no workspace root.
 NO_ROOT = {"session-2026-04-25T08-41-3494a697.jsonl"}  # a database's tools only, no path
 # The files that hold no conversation at all, and why the importer says it refuses them.
+_NO_CLAUDE_CODE = "a Claude Code log with no conversation in it: no user or assistant records "
 REFUSED = {
-    "4e27c414-a885-46a0-b5c8-d58e1417377d.jsonl": "(1 summary record)",
-    "a95fea4a-b88a-4e49-ac07-4cc323d8700c.jsonl": "(4 file-history-snapshot records)",
+    "4e27c414-a885-46a0-b5c8-d58e1417377d.jsonl": _NO_CLAUDE_CODE + "(1 summary record)",
+    "a95fea4a-b88a-4e49-ac07-4cc323d8700c.jsonl": _NO_CLAUDE_CODE
+    + "(4 file-history-snapshot records)",
+    # A Codex session opened and left: its one message is the harness's environment context.
+    "rollout-2025-09-26T19-45-48-01998661-4e27-7361-8e06-bfcb0e30048d.jsonl": (
+        "a Codex rollout with no conversation in it: only the harness's context (1 message), "
+        "no user message or reply"
+    ),
 }
 
 pytestmark = pytest.mark.skipif(not FILES, reason=f"no transcripts at {TRANSCRIPTS}")
@@ -68,10 +83,7 @@ def test_every_file_is_imported_provider_valid_or_refused_with_a_reason(path: Pa
     if path.name in REFUSED:
         with pytest.raises(FormatError) as refused:
             load_threads(read(path))
-        assert str(refused.value) == (
-            "a Claude Code log with no conversation in it: no user or assistant records "
-            + REFUSED[path.name]
-        )
+        assert str(refused.value) == REFUSED[path.name]
         return
     threads, fmt = load_threads(read(path))
     assert fmt == format_of(path)
@@ -176,13 +188,26 @@ def _portable(entries: tuple[IContent, ...], fmt: str) -> list[tuple[str, list[B
             if isinstance(block, ThinkingBlock):
                 if fmt == "openai":
                     continue  # OpenAI takes no thinking back
+                if fmt == "anthropic" and not _anthropic_signed(block):
+                    continue  # OpenAI's reasoning: only OpenAI can read it back
                 if fmt == "gemini" and not block.thought.strip():
                     continue  # Claude's omitted thinking: a signature and no text
                 if fmt == "gemini":
                     block = ThinkingBlock(thought=block.thought)  # Anthropic's signature stays
-            if isinstance(block, ToolCallBlock) and fmt in ("openai", "gemini"):
-                # Anthropic's caller (who invoked the call) means nothing to the others.
-                block = ToolCallBlock(id=block.id, name=block.name, parameters=block.parameters)
+            if isinstance(block, ToolCallBlock) and fmt != "icontent":
+                # Anthropic's caller (who invoked the call) means nothing to the others, and
+                # what the Responses API says of a call (a custom tool's, the arguments as
+                # written) nothing to any of them.
+                caller = (block.model_extra or {}).get("caller") if fmt == "anthropic" else None
+                fields = {"id": block.id, "name": block.name, "parameters": block.parameters}
+                block = ToolCallBlock.model_validate(
+                    fields if caller is None else {**fields, "caller": caller}
+                )
+            if isinstance(block, TextBlock) and fmt != "icontent" and block.model_extra:
+                # An assistant message's phase (commentary, final answer) is the Responses
+                # API's alone.
+                kept = {k: v for k, v in block.model_extra.items() if k != "phase"}
+                block = TextBlock.model_validate({"text": block.text, **kept})
             if isinstance(block, ToolResponseBlock) and fmt == "openai" and block.error:
                 text = (
                     block.error if block.result in (None, "") else f"{block.result}\n{block.error}"
@@ -193,6 +218,11 @@ def _portable(entries: tuple[IContent, ...], fmt: str) -> list[tuple[str, list[B
             blocks.append(block)
         out.append((entry.speaker, blocks))
     return out
+
+
+def _anthropic_signed(block: ThinkingBlock) -> bool:
+    extras = block.model_extra or {}
+    return "signature" in extras or "redactedData" in extras
 
 
 IMPORTED = [f for f in FILES if f.name not in REFUSED]
@@ -211,4 +241,12 @@ def test_real_sessions_round_trip_through_every_format(path: Path, fmt: str) -> 
     assert back.system == conversation.system
     assert _portable(back.entries, fmt) == _portable(conversation.entries, fmt)
     assert problems(back.entries) == []
-    assert set(exported.dropped) <= {"thinking", "tool error flag", "blank thinking"}
+    # Codex's reasoning and its developer messages mid-conversation are OpenAI's own:
+    # Anthropic keeps only signed thinking, and has no developer role (nor has Gemini).
+    assert set(exported.dropped) <= {
+        "thinking",
+        "tool error flag",
+        "blank thinking",
+        "unsigned thinking",
+        "system role as user text",
+    }

@@ -65,7 +65,15 @@ def test_every_protocol_key_has_its_default() -> None:
     assert w["contextLimit"] == 200_000
     assert w["cache.maxBreakpoints"] == 2
     assert w["watch.enabled"] is True
-    assert w["tools.shell"] == ["bash", "Bash", "run_shell_command", "shell"]
+    assert w["tools.shell"] == [
+        "bash",
+        "Bash",
+        "run_shell_command",
+        "shell",
+        "shell_command",
+        "exec_command",
+        "local_shell",
+    ]
     assert w["summarizer.provider"] == "client"
     assert w["summarizer.baseUrl"] is None
     assert w["compression.density.schedule"] == "cache-aware"

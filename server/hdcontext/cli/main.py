@@ -23,6 +23,7 @@ from typing import NoReturn
 from ..core.compression.factory import STRATEGY_NAMES
 from ..core.compression.types import CompressionError, SummarizerError
 from ..core.content import IContent
+from ..core.prices import FALLBACK
 from ..core.session.session import CompactResult, Session
 from ..core.settings import SettingError
 from ..core.tokens import ENCODING_NAME, count_text
@@ -341,13 +342,17 @@ async def run_compact(
     overrides: dict[str, object],
     workspace_root: str,
     transcript_path: str | None,
+    model: str | None = None,
 ) -> tuple[CompactResult, int, int]:
-    """Load the entries into a fresh session and compact once; (result, entries, tokens) before."""
+    """Load the entries into a fresh session and compact once; (result, entries, tokens) before.
+    ``model``: what the session is priced as, and whether its thinking is bound
+    (``core/history/thinking.py``); ``None`` takes Anthropic's rules, the strictest."""
 
     async def export(_: Sequence[bytes]) -> str | None:
         return transcript_path
 
     session = Session("cli", workspace_root=lambda: workspace_root, export_transcript=export)
+    session.model = model
     for key, value in overrides.items():
         session.set_override(key, value)
     session.append(entries)
@@ -453,6 +458,15 @@ def _workspace_root(args: argparse.Namespace, conversation: Conversation) -> str
     return resolve_path(root, "") if is_absolute(root) else os.path.abspath(root)
 
 
+def _model(conversation: Conversation) -> str | None:
+    """The model the conversation names; else, when its format says whose API it spoke, that
+    provider's stand-in for a model it does not know (``prices.FALLBACK``): an old Codex
+    rollout names no model, but its thinking is OpenAI's, which no prefix check binds."""
+    if conversation.model is not None:
+        return conversation.model
+    return FALLBACK.get(conversation.provider or "")
+
+
 def compact_main(args: argparse.Namespace) -> int:
     read = _read_threads(args.file, args.format, args.thread, args.strict)
     if isinstance(read, int):
@@ -481,7 +495,13 @@ def _compact_one(
     root = _workspace_root(args, conversation)
     try:
         result, n_before, t_before = asyncio.run(
-            run_compact(conversation.entries, _overrides(args), root, str(args.file.resolve()))
+            run_compact(
+                conversation.entries,
+                _overrides(args),
+                root,
+                str(args.file.resolve()),
+                _model(conversation),
+            )
         )
     except SettingError as exc:
         _say(str(exc))
@@ -496,7 +516,8 @@ def _compact_one(
         _say(label, f"compaction left the history not provider-valid: {summary(found)}")
         return NOT_VALID, None
     if not args.json:
-        print(f"{label}: {fmt} · workspace root {root}")
+        named = f" · model {conversation.model}" if conversation.model else ""
+        print(f"{label}: {fmt} · workspace root {root}{named}")
         if conversation.incomplete is not None:
             print(
                 f"incomplete input: {conversation.incomplete} skipped, not JSON records; "

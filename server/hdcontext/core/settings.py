@@ -91,9 +91,21 @@ DEFAULT_WRITE_TOOLS: tuple[str, ...] = (
     "create_file",
     "write_to_file",
     "replace_in_file",
+    # Codex: a patch of its own format, as a freeform tool's input (tools/patch.py)
+    "apply_patch",
 )
-# Tools whose ``command`` runs in a shell: gemini-cli/llxprt, Claude Code, mini-swe-agent, Codex.
-DEFAULT_SHELL_TOOLS: tuple[str, ...] = ("bash", "Bash", "run_shell_command", "shell")
+# Tools whose ``command`` (or ``cmd``) runs in a shell: gemini-cli/llxprt, Claude Code,
+# mini-swe-agent, and Codex's by version: ``shell`` (an argv, 0.34-0.58), ``shell_command``
+# (0.77), ``exec_command`` (0.98 on) and the Responses API's ``local_shell``.
+DEFAULT_SHELL_TOOLS: tuple[str, ...] = (
+    "bash",
+    "Bash",
+    "run_shell_command",
+    "shell",
+    "shell_command",
+    "exec_command",
+    "local_shell",
+)
 
 
 # -- value types: what a JSON settings value may be, and what it becomes ----------------------

@@ -5,7 +5,8 @@ history; provider formats put it at the top (OpenAI's ``system`` message, Anthro
 ``system``, Gemini's ``systemInstruction``). So a conversation is the history plus its system
 prompt beside it: compaction works on the history alone, and a conversion carries the prompt
 over. ``workspace_root`` is where the agent ran when the source says (mini-swe-agent's
-``cwd``, Claude Code's record ``cwd``): relative tool paths resolve against it.
+``cwd``, Claude Code's record ``cwd``, a Codex rollout's ``session_meta``): relative tool paths
+resolve against it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..core.validity import Problem
 IMPORT_FORMATS: tuple[str, ...] = (
     "icontent",
     "claude-code",
+    "codex",
     "mini-swe-agent",
     "swe-agent",
     "openai",
@@ -58,6 +60,12 @@ class Conversation:
     """Set when part of the input could not be read, saying how much
     (``39 of 211 lines (82% of the file's bytes)``): what is counted from the conversation
     is then what could be read."""
+    model: str | None = None
+    """The model the conversation was last held with, when the source names it (a Codex
+    rollout's ``turn_context``)."""
+    provider: str | None = None
+    """Whose API the agent spoke (``openai``, ``anthropic``), when the format says so whatever
+    the model: a Codex rollout is OpenAI's even when it names no model."""
 
 
 @dataclass(frozen=True)

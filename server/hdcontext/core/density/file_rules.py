@@ -15,7 +15,9 @@ needs is worse than keeping a stale one:
   entry's ``metadata.cwd`` names;
   it counts as a write under the same rule as a write tool, and also not when its output
   reports a nonzero exit status; it goes as a read only when it did nothing but read (one
-  command, no write) and every file it read is stale.
+  command, no write) and every file it read is stale;
+* a write tool's files are the one its path parameter names, or those of the patch it
+  carries (Codex's ``apply_patch``, ``tools/patch.py``).
 
 These are the rules; ``stale_reads.py`` keeps what they need across turns.
 """
@@ -27,7 +29,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..content import IContent, ToolResponseBlock
-from ..tools.files import extract_paths, resolve_path
+from ..tools.files import extract_path, extract_paths, resolve_path
+from ..tools.patch import patch_files, patch_text, patch_writes
 from ..tools.shell.commands import ShellEffect, exit_status
 from ..tools.summary import is_compact
 from .edits import Position
@@ -224,10 +227,13 @@ def read_span(name: str, parameters: object) -> Span:
     return Span(False, name, exact=exact)
 
 
-def shell_span(command: str) -> Span:
-    """A shell read that shows part of a file (``head``, ``sed -n``…): only the very same
-    command shows the same part again."""
-    return Span(False, "shell", exact=command)
+def shell_span(command: str, lines: tuple[int, int | None] | None = None) -> Span:
+    """A shell read that shows part of a file (``head``, ``sed -n``…): the lines it showed,
+    which a read of a range holding them shows again, when they are a range
+    (``ShellEffect.line_ranges``); else only the very same command shows the same part."""
+    if lines is None:
+        return Span(False, "shell", exact=command)
+    return Span(False, "shell", lines[0], lines[1], exact=command)
 
 
 def writes_whole_content(parameters: object) -> bool:
@@ -238,3 +244,21 @@ def writes_whole_content(parameters: object) -> bool:
     if not any(isinstance(parameters.get(k), str) for k in WHOLE_CONTENT_KEYS):
         return False
     return not any(k in parameters for k in PARTIAL_WRITE_KEYS)
+
+
+def written_files(parameters: object) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(files a write tool call names, of them those whose whole new content it carries), as
+    written, unresolved. One file (``file_path``…), whole when ``writes_whole_content``; or
+    the files of a patch (``apply_patch``'s ``input``: ``tools/patch.py``), an added or deleted
+    file whole, an updated one not. A patch that cannot be read names none."""
+    patch = patch_text(parameters)
+    if patch is not None:
+        files = patch_files(patch)
+        if files is None:
+            return (), ()
+        done = patch_writes(files)
+        return done.paths, done.whole
+    path = extract_path(parameters)
+    if path is None:
+        return (), ()
+    return (path,), (path,) if writes_whole_content(parameters) else ()

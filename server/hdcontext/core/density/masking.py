@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from ..content import Block, IContent, ToolCallBlock, ToolResponseBlock
 from ..tools.files import KEY_PARAM_KEYS, key_parameter
-from ..tools.shell.commands import exit_status
+from ..tools.shell.commands import COMMAND_KEYS, command_of, exit_status
 from ..tools.summary import OutputFacts, first_line, is_compact, loads_tools, masked_pointer
 from .edits import Edit, Position, Replacements, Rule, dropped_by, touched_by
 from .file_rules import RANGE_KEYS
@@ -199,6 +199,8 @@ def describe_call(parameters: object) -> str | None:
     parts: list[str] = []
     for name in KEY_PARAM_KEYS:
         value = parameters.get(name)
+        if name in COMMAND_KEYS and isinstance(value, list):
+            value = command_of(parameters)  # an argv (Codex's shell): the command it runs
         if isinstance(value, str) and value and len(parts) < MAX_KEYS:
             parts.append(f"{name}={json.dumps(first_line(value), ensure_ascii=False)}")
     if not parts:

@@ -32,7 +32,7 @@ from operator import itemgetter
 from typing import TypeVar
 
 from ..content import IContent, ToolCallBlock, ToolResponseBlock
-from ..tools.files import extract_path, path_parameters, resolve_path
+from ..tools.files import path_parameters, resolve_path
 from ..tools.shell.commands import command_of, cwd_of
 from ..tools.summary import DISK_POINTER, covered_parameters, is_covered_input
 from .edits import BlockEdit, Edit, Position, Rule, drop
@@ -48,8 +48,8 @@ from .file_rules import (
     read_span,
     shell_span,
     shell_succeeded,
-    writes_whole_content,
     written_after,
+    written_files,
 )
 from .passes import PassContext
 from .shell_runs import ShellRuns
@@ -62,13 +62,14 @@ M = TypeVar("M", str, Position)
 @dataclass(frozen=True, slots=True)
 class _KeptCall:
     """A tool call as the rules read it (``file_rules.ToolUse``): its name, and of its
-    parameters only those that name files, for the tools that read or write files; with
-    what part of the file a read tool shows, and whether a write carries the whole file."""
+    parameters only those that name files, for the read tools; with what part of the file a
+    read tool shows, and the files a write tool names and those it carries whole."""
 
     name: str
     parameters: object
     span: Span = WHOLE
-    whole_write: bool = False
+    writes: tuple[str, ...] = ()
+    whole_writes: tuple[str, ...] = ()
 
 
 B = TypeVar("B", _KeptCall, Outcome)
@@ -175,8 +176,8 @@ class StaleReadPass:
             span = read_span(block.name, block.parameters)
             return _KeptCall(block.name, path_parameters(block.parameters), span)
         if block.name in config.write_tools:
-            whole = writes_whole_content(block.parameters)
-            return _KeptCall(block.name, path_parameters(block.parameters), whole_write=whole)
+            writes, whole = written_files(block.parameters)
+            return _KeptCall(block.name, None, writes=writes, whole_writes=whole)
         kept = self._other_calls.get(block.name)
         if kept is None:  # one for all the calls of a tool that names no file
             kept = self._other_calls[block.name] = _KeptCall(block.name, None)
@@ -479,13 +480,10 @@ class StaleReadPass:
             run = ShellRun(step.effect, step.succeeded)
         writes: list[str] = []
         whole: list[str] = []
-        if block.name in config.write_tools:
-            path = extract_path(block.parameters)
-            if path is not None and answered_without_error(outcomes):
-                resolved = resolve_path(path, config.workspace_root)
-                writes.append(resolved)
-                if block.whole_write:
-                    whole.append(resolved)
+        if block.name in config.write_tools and answered_without_error(outcomes):
+            root = _tool_root(config.workspace_root, entry_of(position[0]))
+            writes.extend(resolve_path(p, root) for p in block.writes)
+            whole.extend(resolve_path(p, root) for p in block.whole_writes)
         if run is not None and run.succeeded:
             writes.extend(run.effect.writes)
             whole.extend(run.effect.whole_writes)
@@ -505,7 +503,8 @@ class StaleReadPass:
         if run is not None and block.name not in config.read_tools:
             command = _shell_call(entry_of, position)[0]
             full = set(run.effect.full_reads)
-            spans = tuple(WHOLE if p in full else shell_span(command) for p in paths)
+            ranges = {p: (low, high) for p, low, high in run.effect.line_ranges}
+            spans = tuple(WHOLE if p in full else shell_span(command, ranges.get(p)) for p in paths)
             worked = run.succeeded
         else:
             spans = (block.span,) * len(paths)
@@ -535,6 +534,13 @@ def _shell_call(entry_of: Callable[[int], IContent], position: Position) -> tupl
     command = command_of(block.parameters)
     assert command is not None
     return command, cwd_of(block.parameters) or entry_cwd(entry)
+
+
+def _tool_root(workspace_root: str, entry: IContent) -> str:
+    """Where a write tool's relative paths start: the directory its entry says the agent was
+    in (Codex applies a patch in the turn's ``cwd``), else the workspace root."""
+    cwd = entry_cwd(entry)
+    return workspace_root if cwd is None else resolve_path(cwd, workspace_root)
 
 
 def _views(facts: _Facts) -> set[str]:

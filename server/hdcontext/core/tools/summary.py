@@ -17,6 +17,7 @@ from pydantic import JsonValue
 
 from ..content import ToolCallBlock, ToolResponseBlock
 from .files import MULTI_PATH_KEYS, PATH_KEYS, key_parameter
+from .patch import PATCH_KEYS, headers_only, patch_text
 from .shell.commands import exit_status
 
 PRUNED_POINTER = "[Result pruned — re-run tool to retrieve]"
@@ -56,12 +57,17 @@ later whole view of the file is in the history (``density/stale_reads.py``)."""
 
 
 def covered_parameters(parameters: JsonValue) -> JsonValue:
-    """A write call's parameters with only what names its files, and ``INPUT_POINTER``."""
+    """A write call's parameters with only what names its files, and ``INPUT_POINTER``: a
+    patch (``apply_patch``'s) keeps its headers, the files it added, updated or deleted."""
     if not isinstance(parameters, dict):
         return parameters
     kept: dict[str, JsonValue] = {
         k: parameters[k] for k in (*PATH_KEYS, *MULTI_PATH_KEYS) if k in parameters
     }
+    patch = patch_text(parameters)
+    headers = None if patch is None else headers_only(patch)
+    if headers is not None:
+        kept.update({k: headers for k in PATCH_KEYS if parameters.get(k) == patch})
     kept["pruned"] = INPUT_POINTER
     return kept
 

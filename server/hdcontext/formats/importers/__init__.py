@@ -17,6 +17,7 @@ from ..conversation import IMPORT_FORMATS, Conversation, FormatError
 from . import (
     anthropic_messages,
     claude_code,
+    codex_rollout,
     gemini_cli,
     gemini_contents,
     icontent,
@@ -71,9 +72,12 @@ def load_threads(
 
 
 def _one(text: str, fmt: str, strict: bool) -> Conversation:
-    """The one conversation of a file in a format that holds one."""
+    """The one conversation of a file in a format that holds one: a JSON Lines log or a JSON
+    document."""
     if fmt == "gemini-cli":
         return gemini_cli.load(text, strict=strict)
+    if fmt == "codex":
+        return codex_rollout.load(text, strict=strict)
     return _from_json(text, fmt)
 
 

@@ -2,7 +2,8 @@
 
 Looked at in this order: a Claude Code log (JSON Lines, told by the first record that
 identifies it, whatever its type: a log may open with summaries, snapshots or a permission
-mode, and a line that is not JSON is passed over); a Gemini CLI chat recording (its
+mode, and a line that is not JSON is passed over); a Codex rollout (JSON Lines of
+``{timestamp, type, payload}`` records, told the same way); a Gemini CLI chat recording (its
 ``sessionId`` and ``projectHash``, the whole object or the first line); a mini-swe-agent trajectory
 (``trajectory_format``, or ``messages`` with its ``exit`` role); a SWE-agent trajectory
 (``history`` of role messages, or ``trajectory`` steps); Gemini (``contents``, or a list of
@@ -20,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..conversation import FormatError
+from .codex_rollout import is_record as is_codex_record
 from .gemini_cli_records import is_header
 
 # Claude Code record types and a key only that type of record has: a record is Claude Code's
@@ -50,14 +52,17 @@ def detect_format(text: str) -> str:
     try:
         data: Any = json.loads(text)
     except ValueError as exc:
-        if _is_claude_code_jsonl(text):
-            return "claude-code"
+        found = _jsonl_format(text)
+        if found is not None:
+            return found
         if _opens_gemini_cli_recording(text):
             return "gemini-cli"
         raise FormatError(f"invalid JSON: {exc}") from None
     if isinstance(data, Mapping):
         if is_claude_code_record(data):
             return "claude-code"  # a log of one line
+        if is_codex_record(data):
+            return "codex"
         return _detect_object(data)
     if isinstance(data, list):
         return _detect_list(data)
@@ -73,23 +78,26 @@ def is_claude_code_record(record: Mapping[str, Any]) -> bool:
     return any(key in record for key in _CLAUDE_CODE_KEYS.get(kind, ()))
 
 
-def _is_claude_code_jsonl(text: str) -> bool:
-    """Whether a record among the first lines identifies a Claude Code log. Lines that are
-    not JSON objects are passed over (the importer skips them with a warning)."""
+def _jsonl_format(text: str) -> str | None:
+    """The JSON Lines format a record among the first lines identifies (a Claude Code log or
+    a Codex rollout), or ``None``. Lines that are not JSON objects are passed over (the
+    importers skip them with a warning)."""
     seen = 0
     for line in text.splitlines():
         if not line.strip():
             continue
         seen += 1
         if seen > _DETECT_LINES:
-            return False
+            return None
         try:
             record = json.loads(line)
         except ValueError:
             continue
         if isinstance(record, Mapping) and is_claude_code_record(record):
-            return True
-    return False
+            return "claude-code"
+        if isinstance(record, Mapping) and is_codex_record(record):
+            return "codex"
+    return None
 
 
 def _opens_gemini_cli_recording(text: str) -> bool:

@@ -1,13 +1,15 @@
 """Which files a shell command reads and writes, for the few forms where that is certain.
 
-Agents without file tools (mini-swe-agent; any agent between its file tools) read files with
-``cat``, ``head``, ``tail``, ``nl`` and ``sed -n``, and write them with ``sed -i``, ``>``/``>>``
-redirections, ``tee`` and here-documents. The density engine can prune a stale shell read
-exactly like a stale ``read_file``, but only if it knows, rather than guesses, what a command
-did: a false write prunes a read the model still needs. So this module recognises the plain
-forms and says "nothing known" for everything else: variables and command substitution, globs,
-subshells, ``||`` and background jobs, pipes into programs it does not know, options it does not
-know. Missing a write only keeps a stale read; inventing one loses a live read.
+Agents without file tools (mini-swe-agent, Codex; any agent between its file tools) read files
+with ``cat``, ``head``, ``tail``, ``nl`` and ``sed -n``, and write them with ``sed -i``,
+``>``/``>>`` redirections, ``tee`` and here-documents, or Codex's ``apply_patch`` (its patch in
+a here-document or its one argument: ``tools/patch.py``). The density engine can prune a stale
+shell read exactly like a stale ``read_file``, but only if it knows, rather than guesses, what
+a command did: a false write prunes a read the model still needs. So this module recognises
+the plain forms and says "nothing known" for everything else: variables and command
+substitution, globs, subshells, ``||`` and background jobs, pipes into programs it does not
+know, options it does not know. Missing a write only keeps a stale read; inventing one loses a
+live read.
 
 A command's writes are the ones that certainly happened when the whole command succeeded:
 in ``a && b`` both ran; in ``a; b`` only ``b`` is known to have succeeded, so ``a``'s writes are
@@ -22,6 +24,7 @@ unknown. Pure: no I/O, nothing is ever run.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Mapping, Sequence
@@ -29,12 +32,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..files import is_absolute, resolve_path
+from ..patch import patch_files, patch_writes
 from .lex import HEREDOC_OPS, Ambiguous, Op, Token, Word, tokenize
-from .programs import files_of
+from .programs import Lines, files_of, line_range
 
 # Parameter keys agents use for the command and for its working directory.
 COMMAND_KEYS: tuple[str, ...] = ("command", "cmd")
-CWD_KEYS: tuple[str, ...] = ("cwd", "workdir", "directory")
+CWD_KEYS: tuple[str, ...] = ("cwd", "workdir", "directory", "working_directory")
 
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
 _WHOLE_READERS = frozenset({"cat", "nl"})
@@ -105,9 +109,14 @@ class ShellEffect:
     full_reads: tuple[str, ...] = ()
     """Files of ``reads`` whose whole content reached the output (``cat``/``nl`` with no
     stage after it): a full view of the file, not a part of it."""
+    line_ranges: tuple[tuple[str, int, int | None], ...] = ()
+    """For a pure read of one file, the lines ``[low, high)`` of it the output showed, when
+    they are a range (``sed -n '1,200p' f``, ``nl -ba f | sed -n '200,400p'``, ``head -n 50
+    f``): a later read of a range holding it shows all it showed."""
     whole_writes: tuple[str, ...] = ()
     """Files of ``writes`` whose whole new content is in the command itself (``cat <<EOF >
-    FILE``): the command is a full view of what the file holds after it."""
+    FILE``, an ``apply_patch`` Add File or Delete File): the command is a full view of what
+    the file holds after it."""
     changes_directory: bool = False
     final_cwd: str | None = None
     """The working directory after the command (``None``: unknown)."""
@@ -146,7 +155,8 @@ class _Stage:
     is_filter: bool = False  # reads stdin only, writes stdout only
     known: bool = True  # every file it names resolved
     whole: bool = False  # it outputs its files whole (cat, nl)
-    heredoc_to: str | None = None  # ``cat <<EOF > FILE``: the file the here-document becomes
+    whole_writes: tuple[str, ...] = ()  # files whose whole new content the command holds
+    lines: Lines | None = None  # the lines of its one file, or of its input, it prints
 
 
 # -- the parameters of a shell call -------------------------------------------------------
@@ -182,16 +192,29 @@ def cwd_of(parameters: object) -> str | None:
 _STATUS_PATTERNS = (
     re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"),  # mini-swe-agent
     re.compile(r"(?im)^\s*exit code:?\s*(-?\d+)\b"),  # gemini-cli, llxprt, Claude Code
-    re.compile(r"(?i)process exited with code (-?\d+)"),  # Codex
+    re.compile(r"(?i)process exited with code (-?\d+)"),  # Codex, and masking's pointers
 )
 _STATUS_KEYS = ("returncode", "exit_code", "exitCode", "exit_status", "status_code")
+_CODEX_HEADER = re.compile(
+    r"(?:Exit code: (?P<status>-?\d+)\n|Chunk ID: [^\n]*\n)"
+    r"Wall time: [^\n]*\n"
+    r"(?:Process exited with code (?P<exited>-?\d+)\n|Process running with session ID \d+\n)?"
+    r"(?:(?:Original token count|Total output lines): \d+\n)*"
+    r"Output:\n"
+)
+"""Codex's ``shell_command`` (``Exit code: N``) and ``exec_command`` (``Chunk ID: …``) headers:
+what follows ``Output:`` is the command's own output, whatever it says."""
+_CODEX_ENVELOPE = '{"output":'
+"""Codex's ``shell`` and ``apply_patch`` output: ``{"output": …, "metadata": {"exit_code": N}}``."""
 
 
 def exit_status(result: object) -> int | None:
     """The exit status a shell tool reported, when its output says so in a known way.
 
     Several statuses (a wrapper's and the program's) all count: the first nonzero wins, so a
-    status of 0 means every one found was 0.
+    status of 0 means every one found was 0. Codex frames its outputs with the status
+    (``codex_status``), and the frame says all: a ``cat`` of a log that reads "exit code 1"
+    printed, it did not fail.
     """
     if isinstance(result, Mapping):
         for key in _STATUS_KEYS:
@@ -209,9 +232,32 @@ def exit_status(result: object) -> int | None:
     return 0 if 0 in statuses else None
 
 
+def codex_status(text: str) -> tuple[bool, int | None]:
+    """(whether ``text`` is one of Codex's framed outputs, the exit status its frame gives):
+    a process still running (``exec_command``'s session) has none yet."""
+    header = _CODEX_HEADER.match(text)
+    if header is not None:
+        status = header.group("status") or header.group("exited")
+        return True, None if status is None else int(status)
+    if text.startswith(_CODEX_ENVELOPE) and text.endswith("}"):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return False, None
+        metadata = data.get("metadata") if isinstance(data, Mapping) else None
+        if isinstance(metadata, Mapping):
+            status = metadata.get("exit_code")
+            if isinstance(status, int) and not isinstance(status, bool):
+                return True, status
+    return False, None
+
+
 def _text_status(text: str) -> int | None:
     # Not cached: a cache keyed by the output would keep every tool output of every session
     # alive. The density index reads each response once, when it arrives (stale_index.py).
+    framed, status = codex_status(text)
+    if framed:
+        return status
     found = [int(m) for pattern in _STATUS_PATTERNS for m in pattern.findall(text)]
     nonzero = [s for s in found if s != 0]
     if nonzero:
@@ -254,19 +300,21 @@ def shell_effect(command: str, cwd: str | None) -> ShellEffect | None:
         guaranteed = all(j == "&&" for j, _ in chain[index:-1])
         if guaranteed:
             writes.extend(stages[-1].writes)  # earlier stages may fail unseen
-            if len(stages) == 1 and stages[0].heredoc_to is not None:
-                whole_writes.append(stages[0].heredoc_to)
+            if len(stages) == 1:
+                whole_writes.extend(stages[0].whole_writes)
     pure = (
         len(non_cd) == 1
         and non_cd[0][0] == len(chain) - 1
         and not writes
         and _is_pure_read(non_cd[0][1])
     )
+    lines = _pipeline_lines(non_cd[0][1]) if pure else None
     return ShellEffect(
         reads=tuple(dict.fromkeys(reads)),
         writes=tuple(dict.fromkeys(writes)),
         pure_read=pure,
         full_reads=tuple(dict.fromkeys(full_reads)),
+        line_ranges=() if lines is None else ((reads[0], *lines),),
         whole_writes=tuple(dict.fromkeys(whole_writes)),
         changes_directory=changes,
         final_cwd=cwd,
@@ -364,6 +412,23 @@ def _pipeline_reads(stages: Sequence[_Stage]) -> list[str]:
     return out
 
 
+def _pipeline_lines(stages: Sequence[_Stage]) -> Lines | None:
+    """The lines of its one file a read pipeline shows, when every stage keeps a range:
+    each filter takes its range of the lines the stage before it printed."""
+    first = stages[0]
+    if len(first.reads) != 1 or first.lines is None:
+        return None
+    low, high = first.lines
+    for stage in stages[1:]:
+        if stage.lines is None:
+            return None
+        start, end = stage.lines
+        shifted = None if end is None else low + end - 1
+        low = low + start - 1
+        high = shifted if high is None else high if shifted is None else min(high, shifted)
+    return low, high
+
+
 def _is_pure_read(stages: Sequence[_Stage]) -> bool:
     first, rest = stages[0], stages[1:]
     return (
@@ -383,11 +448,12 @@ def _stage(command: _Command, cwd: str | None) -> _Stage:
     truncating: list[str] = []  # files a plain ``>`` replaces
     known = True
     stdin_redirected = False
-    heredoc = False
+    heredoc: str | None = None  # the here-document's body, when stdin is one
     for op, target in command.redirects:
         if op.text in _READ_REDIRECTS:
             stdin_redirected = True
-            heredoc = heredoc or op.text in HEREDOC_OPS
+            if op.text in HEREDOC_OPS:
+                heredoc = op.body if op.body is not None else ""
             continue
         if op.text in _DUP_REDIRECTS:
             if target.text.isdigit() or target.text == "-":
@@ -405,6 +471,8 @@ def _stage(command: _Command, cwd: str | None) -> _Stage:
                 truncating.append(path)
     name = command.name
     args = command.words[1:]
+    if name == "apply_patch":
+        return _apply_patch(args, heredoc, cwd, tuple(redirect_writes), known)
     recognised = None
     if name is not None and not _ENV_ASSIGNMENT.match(name):
         recognised = _recognise(name, args, cwd)
@@ -416,16 +484,16 @@ def _stage(command: _Command, cwd: str | None) -> _Stage:
     # tee copies its input to its output: still a filter when it writes files.
     is_filter = not reads and files_known and (not writes or name == "tee")
     # ``cat <<EOF > FILE`` (and nothing else): the command text holds the file's new content.
-    heredoc_to = None
+    whole_writes: tuple[str, ...] = ()
     if (
         name == "cat"
-        and heredoc
+        and heredoc is not None
         and not args
         and len(redirect_writes) == 1
         and truncating == redirect_writes
         and known
     ):
-        heredoc_to = truncating[0]
+        whole_writes = (truncating[0],)
     return _Stage(
         reads=real_reads,
         writes=tuple(redirect_writes) + real_writes,
@@ -433,7 +501,38 @@ def _stage(command: _Command, cwd: str | None) -> _Stage:
         is_filter=is_filter and not stdin_redirected and not redirect_writes,
         known=known and files_known,
         whole=name in _WHOLE_READERS and not redirect_writes,
-        heredoc_to=heredoc_to,
+        whole_writes=whole_writes,
+        lines=line_range(name, args) if name and (len(real_reads) == 1 or is_filter) else None,
+    )
+
+
+def _apply_patch(
+    args: Sequence[Word],
+    heredoc: str | None,
+    cwd: str | None,
+    redirect_writes: tuple[str, ...],
+    known: bool,
+) -> _Stage:
+    """Codex's ``apply_patch``, its patch the one argument (``["apply_patch", "*** Begin
+    Patch…"]``) or a here-document (``apply_patch <<'EOF'``): the files the patch names,
+    relative to where it ran. Codex takes the command over and applies the patch itself, so
+    a patch it could not read wrote nothing we know of."""
+    if len(args) == 1 and heredoc is None:
+        text: str | None = args[0].text
+    elif not args and heredoc is not None:
+        text = heredoc
+    else:
+        text = None
+    files = None if text is None else patch_files(text)
+    if files is None:
+        return _Stage(writes=redirect_writes, known=False)
+    done = patch_writes(files)
+    writes = [_resolve(p, cwd) for p in done.paths]
+    whole = [_resolve(p, cwd) for p in done.whole]
+    return _Stage(
+        writes=redirect_writes + tuple(p for p in writes if p),
+        known=known and all(p is not None for p in writes),
+        whole_writes=tuple(p for p in whole if p) if not redirect_writes else (),
     )
 
 

@@ -38,6 +38,9 @@ class Op:
     """``&&``, ``;`` (also for a line break), ``|``, ``>``, ``>>``, ``<<``…"""
     fd: str = ""
     """The file descriptor written before a redirection (``2`` in ``2>``), else empty."""
+    body: str | None = None
+    """A here-document's body (``<<``, ``<<-``): the program's input, as the lines written
+    between the operator's line and its delimiter."""
 
 
 Token: TypeAlias = Word | Op
@@ -74,13 +77,14 @@ HEREDOC_OPS = frozenset({"<<", "<<-"})
 
 
 def tokenize(command: str) -> list[Token]:
-    """Words and operators of ``command``; here-document bodies are skipped.
+    """Words and operators of ``command``; a here-document's body is not read as words but
+    kept on its operator (``Op.body``).
 
     A line break becomes ``;`` unless it follows an operator that continues the command
     (``&&``, ``||``, ``|``). Raises :class:`Ambiguous`.
     """
     tokens: list[Token] = []
-    heredocs: list[tuple[str, bool]] = []  # (delimiter, strip leading tabs), in order
+    heredocs: list[tuple[str, bool, int]] = []  # (delimiter, strip leading tabs, op's index)
     i, n = 0, len(command)
     while i < n:
         c = command[i]
@@ -89,7 +93,7 @@ def tokenize(command: str) -> list[Token]:
         elif c == "\\" and command.startswith("\\\n", i):
             i += 2
         elif c == "\n":
-            i = _skip_heredocs(command, i + 1, heredocs)
+            i = _read_heredocs(command, i + 1, heredocs, tokens)
             heredocs = []
             if not (tokens and isinstance(tokens[-1], Op) and tokens[-1].text in ("&&", "||", "|")):
                 tokens.append(Op(";"))
@@ -109,7 +113,7 @@ def tokenize(command: str) -> list[Token]:
                 continue
             word = Word(_unquote(raw), dynamic)
             if tokens and isinstance(tokens[-1], Op) and tokens[-1].text in HEREDOC_OPS:
-                heredocs.append((word.text, tokens[-1].text == "<<-"))
+                heredocs.append((word.text, tokens[-1].text == "<<-", len(tokens) - 1))
             tokens.append(word)
     return tokens
 
@@ -176,19 +180,29 @@ def _unquote(raw: str) -> str:
     return parts[0]
 
 
-def _skip_heredocs(command: str, i: int, heredocs: list[tuple[str, bool]]) -> int:
-    """Skip the bodies of the here-documents opened on the line that just ended.
+def _read_heredocs(
+    command: str, i: int, heredocs: list[tuple[str, bool, int]], tokens: list[Token]
+) -> int:
+    """Read the bodies of the here-documents opened on the line that just ended onto their
+    operators, and go past them.
 
-    A body runs to a line that is exactly its delimiter (after leading tabs, for ``<<-``).
-    Its content is the program's input, never a file name, so it is not read at all: an
-    unquoted delimiter's ``$`` expansions change what is written, not where.
+    A body runs to a line that is exactly its delimiter (after leading tabs, for ``<<-``, whose
+    body loses them too). Its content is the program's input, never a file name, so it is not
+    read as words: an unquoted delimiter's ``$`` expansions change what is written, not where.
     """
     n = len(command)
-    for delimiter, strip_tabs in heredocs:
+    for delimiter, strip_tabs, index in heredocs:
+        lines: list[str] = []
         while i < n:
             end = command.find("\n", i)
             line = command[i:] if end < 0 else command[i:end]
             i = n if end < 0 else end + 1
-            if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+            if strip_tabs:
+                line = line.lstrip("\t")
+            if line == delimiter:
                 break
+            lines.append(line)
+        op = tokens[index]
+        assert isinstance(op, Op)
+        tokens[index] = Op(op.text, op.fd, "\n".join(lines))
     return i

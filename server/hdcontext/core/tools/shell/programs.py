@@ -58,6 +58,70 @@ def files_of(name: str, args: Sequence[Word]) -> Files | None:
     return parsed
 
 
+Lines = tuple[int, int | None]
+"""Lines ``[low, high)``, from 1; ``None`` high: to the end."""
+
+_SED_LINES = re.compile(r"^\s*(\d+)\s*(?:,\s*(\d+|\$)\s*)?p\s*$")
+_ONE_TO_ONE_CAT = frozenset("nbvETAetu")
+"""``cat`` options that keep each line a line of its own (``-s`` squeezes blank ones)."""
+
+
+def line_range(name: str, args: Sequence[Word]) -> Lines | None:
+    """The lines of its input (its one file, or stdin) that ``name args`` prints, when they
+    are a range: ``sed -n 'A,Bp'``, ``head -n N``, ``tail -n +N``, and ``cat``/``nl`` (every
+    line, numbered or not). ``None`` for anything else: a guess would let a read cover lines
+    it never showed."""
+    texts = [a.text for a in args if not a.text.startswith("-") or a.text == "-"]
+    options = [a.text for a in args if a.text.startswith("-") and a.text != "-"]
+    if name == "cat":
+        return (1, None) if all(set(o[1:]) <= _ONE_TO_ONE_CAT for o in options) else None
+    if name == "nl":
+        return (1, None)
+    if name == "sed":
+        scripts = [t for t in texts if _SED_LINES.match(t)]
+        if len(scripts) != 1 or any(o not in ("-n", "--quiet", "--silent") for o in options):
+            return None
+        match = _SED_LINES.match(scripts[0])
+        assert match is not None
+        low = int(match.group(1))
+        end = match.group(2)
+        if end is None:
+            return low, low + 1
+        return (low, None) if end == "$" else (low, max(low, int(end)) + 1)  # 'B<A': A only
+    if name in ("head", "tail"):
+        return _count_range(name, [a.text for a in args])
+    return None
+
+
+def _count_range(name: str, words: list[str]) -> Lines | None:
+    """``head -n N`` (lines 1 to N), ``tail -n +N`` (line N on); a count from the end (``tail
+    -n N``, ``head -n -N``) or of bytes is no range of lines from the start."""
+    count: str | None = None
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "-n" and i + 1 < len(words):
+            count = words[i + 1]
+            i += 2
+            continue
+        if word.startswith("--lines="):
+            count = word.split("=", 1)[1]
+        elif word.startswith("-n") and len(word) > 2:
+            count = word[2:]
+        elif re.match(r"^-\d+$", word) or (name == "tail" and re.match(r"^\+\d+$", word)):
+            count = word[1:] if word.startswith("-") else word
+        elif word.startswith("-"):
+            return None  # -c, -q, -f…
+        i += 1
+    if name == "head":
+        if count is None:
+            return 1, 11
+        return (1, int(count) + 1) if count.isdigit() else None
+    if count is not None and count.startswith("+") and count[1:].isdigit():
+        return max(1, int(count[1:])), None
+    return None
+
+
 def _files_after_options(
     args: Sequence[Word], flags: str, long_ok: tuple[str, ...] = ()
 ) -> list[Word] | None:
