@@ -207,10 +207,27 @@ def loads_tools(result: JsonValue) -> bool:
     )
 
 
+AGENT_MASK_OPEN = "<tool_output_masked>"
+AGENT_MASK_CLOSE = "</tool_output_masked>"
+
+
+def masked_by_agent(result: JsonValue) -> bool:
+    """Whether a result is one the agent masked itself: Gemini CLI replaces old tool output
+    with ``<tool_output_masked>…</tool_output_masked>`` (its first and last lines and the
+    file it saved the whole to, under a kilobyte), and never undoes it. It is small already,
+    and it shows no file: no rule masks it again, and a read answered so is no view."""
+    if not isinstance(result, str):
+        return False
+    text = result.strip()
+    return text.startswith(AGENT_MASK_OPEN) and text.endswith(AGENT_MASK_CLOSE)
+
+
 def is_compact(result: JsonValue) -> bool:
-    """Whether a result is already a one-liner of ours (a summary or a pointer)."""
+    """Whether a result is already compact: a one-liner of ours (a summary or a pointer), or
+    output the agent masked itself (``masked_by_agent``)."""
     return isinstance(result, str) and (
-        result == DISK_POINTER
+        masked_by_agent(result)
+        or result == DISK_POINTER
         or is_pruned(result)
         or is_masked(result)
         or _SUMMARY.fullmatch(result) is not None

@@ -330,7 +330,7 @@ def _glance(api: Api, raw: bytes, client: str) -> _Glance:
     # enough of them are read that it is whole, as reading the conversation whole reads it.
     first = elements[head : head + GLANCED]
     api.check(first, 0)
-    entries = api.import_messages(first)
+    entries = api.import_messages(first, head)
     wire = entries[0].to_wire() if entries else None
     return _Glance(body, session_id_for(api, client, api.start(body, elements[:head]), wire))
 
@@ -367,7 +367,7 @@ def _finish(
     ``memo`` resumes at (cut ``k``), or all of them when ``memo`` is ``None``; and make the
     memo of this request."""
     base = memo.cut_at[k] if memo is not None else len(head)  # tail_messages[0]'s element
-    tail = api.import_messages(tail_messages)
+    tail = api.import_messages(tail_messages, base)
     if memo is not None:
         kept = memo.cut_entry[k]
         calls_before = memo.calls[: memo.cut_calls[k]]
@@ -490,10 +490,13 @@ class Compactor:
         session: str | None = None,
         client: str = "",
         at: int | None = None,
+        model: str | None = None,
     ) -> Compacted:
         """The request to send instead of ``raw``; raises on anything that should send
-        ``raw`` as it came (Unsupported, TooSlow, InvalidResult, or a failure)."""
-        task = asyncio.ensure_future(self._compact(api, raw, session, client, at))
+        ``raw`` as it came (Unsupported, TooSlow, InvalidResult, or a failure). ``model``:
+        the model the request is for when its body does not name it (Gemini names it in
+        the path)."""
+        task = asyncio.ensure_future(self._compact(api, raw, session, client, at, model))
         done, _ = await asyncio.wait({task}, timeout=self.bound_s)
         if not done:
             abandon(task)
@@ -501,7 +504,13 @@ class Compactor:
         return task.result()
 
     async def _compact(
-        self, api: Api, raw: bytes, session: str | None, client: str, at: int | None
+        self,
+        api: Api,
+        raw: bytes,
+        session: str | None,
+        client: str,
+        at: int | None,
+        model: str | None = None,
     ) -> Compacted:
         at = now_ms() if at is None else at
         if self._listed is not None:
@@ -514,7 +523,7 @@ class Compactor:
             glance = await _off_loop(len(raw), _glance, api, raw, client)
             named = session or glance.session_id
             if len(raw) >= self.pass_bytes and not await self.daemon.knows(named):
-                return await self._pass(api, raw, named, client, glance, at)
+                return await self._pass(api, raw, named, client, glance, at, model)
         if match is not None and len(raw) - match.stop < INLINE_BYTES:
             taken = _take(api, raw, match, self._splicer, client)
         elif glance is not None:
@@ -532,7 +541,7 @@ class Compactor:
         overrides = self._lifetime(api, raw, taken.body, session, match)
         # The commit is written while the request goes upstream (its answer waits for it).
         result = await self.daemon.sync_compact(
-            self._params(session, taken), at, overrides, save_later=True
+            self._params(session, taken, model), at, overrides, save_later=True
         )
         saving = self.daemon.registry.saving(session)
         blobs = result.history.blobs
@@ -619,12 +628,13 @@ class Compactor:
             return {"cache.ttlSeconds": LONG_RETENTION_TTL_S}
         return {}
 
-    def _params(self, session: str, taken: _Taken) -> dict[str, Any]:
-        """``history/sync``'s params for the conversation ``taken``."""
+    def _params(self, session: str, taken: _Taken, named: str | None = None) -> dict[str, Any]:
+        """``history/sync``'s params for the conversation ``taken`` (``named``: its model,
+        when its body names none)."""
         # The agents behind the proxy have no hdcontext_retrieve tool: pointers say so.
         self.daemon.serve_without_retrieve_tool(session)
         params: dict[str, Any] = {"sessionId": session, "entries": _Known(taken)}
-        model = taken.body.get("model")
+        model = taken.body.get("model") or named
         if isinstance(model, str) and model:
             params["model"] = model
         if self.context_limit is not None:
@@ -632,14 +642,21 @@ class Compactor:
         return params
 
     async def _pass(
-        self, api: Api, raw: bytes, session: str, client: str, glance: _Glance, at: int
+        self,
+        api: Api,
+        raw: bytes,
+        session: str,
+        client: str,
+        glance: _Glance,
+        at: int,
+        model: str | None = None,
     ) -> Compacted:
         """A large conversation the daemon does not know (a chat resumed with a new proxy,
         or elsewhere): it goes as it came, at once, while the daemon takes it in (off the
         request's way); the next request finds it held, and the call told to the session
         as sent unchanged, so that what the provider now caches is weighed."""
         await self._hold(session)
-        task = asyncio.ensure_future(self._take_in(api, raw, session, client, glance, at))
+        task = asyncio.ensure_future(self._take_in(api, raw, session, client, glance, at, model))
         self._ingests[session] = task
         task.add_done_callback(lambda _: self._ingests.pop(session, None))
         return Compacted(
@@ -653,7 +670,14 @@ class Compactor:
         )
 
     async def _take_in(
-        self, api: Api, raw: bytes, session: str, client: str, glance: _Glance, at: int
+        self,
+        api: Api,
+        raw: bytes,
+        session: str,
+        client: str,
+        glance: _Glance,
+        at: int,
+        model: str | None = None,
     ) -> None:
         """The daemon's bulk path for a conversation forwarded as it came: read whole,
         synced in one commit with the call told as sent (``Daemon.sync_passed``), the
@@ -661,7 +685,7 @@ class Compactor:
         try:
             taken = await asyncio.to_thread(_take_whole, api, raw, client, glance.body)
             self._keep(session, replace(taken.memo, at=at))
-            result = await self.daemon.sync_passed(self._params(session, taken), at)
+            result = await self.daemon.sync_passed(self._params(session, taken, model), at)
             pieces = await _pieces(api, taken, result.history.blobs)
             current = self._memos.get(session)
             if pieces is not None and current is not None and current.raw is raw:

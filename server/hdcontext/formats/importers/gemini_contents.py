@@ -13,6 +13,16 @@ Gemini ids calls only sometimes. A call without an ``id`` gets one made from its
 without one answers the oldest unanswered call of the same name. A ``response`` object of the
 documented shape ``{"output": …, "error": …}`` is unwrapped into ``result`` and ``error``; any
 other object is the result as it is.
+
+``exact=True`` reads a request's contents for the proxy, which sends them back: each content
+is one entry (a model's an ``ai`` entry; a user's a ``tool`` entry when it holds a
+``functionResponse``, its other parts kept in their place, else a ``human`` one), and a part
+not in the form its block is written in keeps its shape (``gemini_parts.py``), so that the
+exporter writes the very content again. A part or a content it cannot carry so (a part kind it
+does not read, a key in snake_case, a call in a user's content, a response that answers no
+call) is a FormatError naming the content's index, the part's and its kind, never content.
+Synthetic ids count contents from ``offset``, the index of the first given, so that the same
+call gets the same id whatever part of the conversation is read.
 """
 
 from __future__ import annotations
@@ -26,16 +36,30 @@ from ...core.content import (
     CodeBlock,
     IContent,
     MediaBlock,
+    Speaker,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
     ToolResponseBlock,
 )
 from ..conversation import Conversation, FormatError
+from ..gemini_parts import (
+    CONTENT,
+    PART,
+    RESPONSE_KEYS,
+    SIDE_KEYS,
+    SIGNATURE,
+    SIGNED_STEP,
+    SYNTHETIC_ID_PREFIX,
+    extra,
+    kind_of,
+    part_of,
+    same,
+    shape_of,
+)
 from .blocks import entry, make, text_of_parts, user_entries
 
-SYNTHETIC_ID_PREFIX = "gemini_synthetic_"
-RESPONSE_KEYS = frozenset({"output", "error"})
+__all__ = ["RESPONSE_KEYS", "SYNTHETIC_ID_PREFIX", "from_contents", "load"]
 
 
 def load(data: object) -> Conversation:
@@ -70,17 +94,21 @@ def _system_text(system: object) -> str | None:
     raise FormatError("Gemini systemInstruction must be text or a content of text parts")
 
 
-def from_contents(contents: list[Any]) -> list[IContent]:
+def from_contents(contents: list[Any], offset: int = 0, *, exact: bool = False) -> list[IContent]:
+    """The entries of ``contents``; ``offset``: the index of the first (errors and synthetic
+    ids count from it); ``exact``: as the proxy reads a request (the module's docstring)."""
     pending: list[ToolCallBlock] = []  # calls not yet answered, oldest first
     out: list[IContent] = []
-    for i, content in enumerate(contents):
+    for i, content in enumerate(contents, offset):
         if not isinstance(content, Mapping):
             raise FormatError(f"contents[{i}] is not an object")
         parts = content.get("parts")
         if not isinstance(parts, list):
             raise FormatError(f"contents[{i}].parts must be a list")
         role = content.get("role", "user")
-        if role == "model":
+        if exact:
+            out.append(_exact_content(content, parts, role, i, pending))
+        elif role == "model":
             blocks = [_model_part(p, i, j, pending) for j, p in enumerate(parts)]
             out.append(entry("ai", [b for b in blocks if b is not None]))
         elif role in ("user", "function"):
@@ -100,8 +128,120 @@ def from_contents(contents: list[Any]) -> list[IContent]:
     return out
 
 
+def _exact_content(
+    content: Mapping[str, Any], parts: list[Any], role: object, i: int, pending: list[ToolCallBlock]
+) -> IContent:
+    """One content as one entry, each part as it came (``exact``)."""
+    if role not in ("user", "model"):
+        raise FormatError(f"contents[{i}] has role {_shown(role)}, which hdcontext does not carry")
+    model = role == "model"
+    blocks: list[Block] = []
+    signed_step = False  # the content's first call came with a signature
+    calls = 0
+    for j, part in enumerate(parts):
+        where = f"contents[{i}].parts[{j}]"
+        block = _exact_part(part, where, model, i, j, pending)
+        if isinstance(block, ToolCallBlock):
+            if calls == 0:
+                signed_step = _signature(part) is not None
+            elif signed_step and _signature(part) is None:
+                block = _with(block, {SIGNED_STEP: True})
+            calls += 1
+        blocks.append(block)
+    speaker: Speaker = "ai" if model else "human"
+    if not model and any(isinstance(b, ToolResponseBlock) for b in blocks):
+        speaker = "tool"
+    shape = {k: (None if k == "parts" else v) for k, v in content.items()}
+    if blocks and not same(shape, {"parts": None, "role": role}):
+        blocks[0] = _with(blocks[0], {CONTENT: shape})
+    return entry(speaker, blocks)
+
+
+def _exact_part(
+    part: object, where: str, model: bool, i: int, j: int, pending: list[ToolCallBlock]
+) -> Block:
+    """One part as its block, with its shape when it is not the form the block is written
+    in; a FormatError for a part hdcontext cannot carry as it came."""
+    if not isinstance(part, Mapping):
+        raise FormatError(f"{where} is not an object")
+    kind = kind_of(part)
+    others = [k for k in part if k != kind and k not in SIDE_KEYS]
+    if others:
+        raise FormatError(
+            f"{where} has part kind {_shown(others[0])}, which hdcontext does not carry"
+        )
+    block: Block | None
+    if kind is None:
+        if not model or _signature(part) is None:
+            raise FormatError(f"{where} holds no part kind hdcontext reads")
+        block = make(ThinkingBlock, {"thought": ""}, thoughtSignature=_signature(part))
+    elif kind == "functionResponse":
+        response = part[kind]
+        if model or not isinstance(response, Mapping):
+            raise FormatError(f"{where} (functionResponse) is not a response of a user's content")
+        if _answered(response, pending, by_name_too=True) is None:
+            raise FormatError(f"{where} (functionResponse) answers no call before it")
+        block = _response(response, part, i, j, pending, exact=True)
+    elif kind in ("functionCall", "executableCode", "codeExecutionResult") and not model:
+        raise FormatError(f"{where} ({kind}) is in a user's content")
+    elif kind == "text" and not model:
+        text = part.get("text")
+        block = TextBlock(text=text) if isinstance(text, str) else None
+    else:
+        block = _model_part(part, i, j, pending)
+    if block is None:
+        raise FormatError(f"{where} ({kind}) is not of the shape Gemini documents")
+    signature = _signature(part)
+    if signature is not None and extra(block, SIGNATURE) != signature:
+        block = _with(block, {SIGNATURE: signature})
+    written, _ = part_of(block, model)
+    if written is None or not same(written, dict(part)):
+        shape = shape_of(part)
+        given = part.get("functionResponse")
+        paired_by_name = (
+            isinstance(block, ToolResponseBlock)
+            and isinstance(given, Mapping)
+            and "id" in given
+            and given["id"] != block.call_id
+        )
+        if paired_by_name:
+            # An id its call did not have: it goes back as it came.
+            shape["functionResponse"]["id"] = part["functionResponse"]["id"]
+        block = _with(block, {PART: shape})
+    return block
+
+
+def _answered(
+    response: Mapping[str, Any], pending: list[ToolCallBlock], by_name_too: bool = False
+) -> int | None:
+    """Which of the calls not answered yet a response answers: the one of its id, or for a
+    response without one the oldest of its name; ``by_name_too``: also, for a response
+    with an id no call has, the oldest of its name that had no id (Gemini CLI before 0.5
+    gave its responses ids and its calls none)."""
+    call_id, name = response.get("id"), str(response.get("name"))
+    for k, call in enumerate(pending):
+        if (call.id == call_id) if call_id else call.name == name:
+            return k
+    if call_id and by_name_too:
+        for k, call in enumerate(pending):
+            if call.name == name and call.id.startswith(SYNTHETIC_ID_PREFIX):
+                return k
+    return None
+
+
+def _with(block: Block, extras: Mapping[str, Any]) -> Block:
+    return type(block).model_validate({**block.model_dump(exclude_unset=True), **extras})
+
+
+def _shown(value: object) -> str:
+    """A key or role as an error may name it: a short string, else only its JSON type."""
+    if isinstance(value, str) and len(value) <= 40 and value.isprintable():
+        return repr(value)
+    return f"of JSON type {type(value).__name__}"
+
+
 def _signature(part: Mapping[str, Any]) -> Any:
-    return _get(part, "thoughtSignature")
+    return _get(part, SIGNATURE)
 
 
 def _model_part(part: object, i: int, j: int, pending: list[ToolCallBlock]) -> Block | None:
@@ -134,6 +274,7 @@ def _model_part(part: object, i: int, j: int, pending: list[ToolCallBlock]) -> B
             TextBlock,
             {"text": str(result.get("output", ""))},
             codeExecutionOutcome=result.get("outcome") or "OUTCOME_UNSPECIFIED",
+            thoughtSignature=signature,
         )
     if isinstance(part.get("text"), str):
         if part.get("thought") is True:
@@ -176,13 +317,11 @@ def _response(
     i: int,
     j: int,
     pending: list[ToolCallBlock],
+    exact: bool = False,
 ) -> ToolResponseBlock:
     name = str(response.get("name"))
     call_id = response.get("id")
-    answered = next(
-        (k for k, c in enumerate(pending) if (c.id == call_id if call_id else c.name == name)),
-        None,
-    )
+    answered = _answered(response, pending, by_name_too=exact)
     if answered is not None:
         call_id = pending.pop(answered).id
     fields: dict[str, Any] = {
