@@ -15,7 +15,7 @@ STAGE   = @echo "== $@ ($$(date +%T))"
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo test lint typecheck unit bench clean vsix test-extension e2e e2e-package nvim fuzz \
-	claude-cli e2e-apt e2e-editor ext-build _test
+	claude-cli gemini-cli e2e-apt e2e-editor ext-build _test
 
 # hdcontext and its dependencies: what `make demo` needs. pip shows what it fetches.
 $(STAMP): pyproject.toml
@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 
 # The test tools on top: pytest and its plugins, hypothesis, mypy, ruff, the openai client.
 $(DEV): $(STAMP)
-	@echo "setup: the test tools into $(VENV)/ (pytest, pytest-xdist, hypothesis, mypy, ruff, the openai and anthropic clients, trustme, playwright…; about 280 MB more, playwright 170 of them), from PyPI"
+	@echo "setup: the test tools into $(VENV)/ (pytest, pytest-xdist, hypothesis, mypy, ruff, the openai, anthropic and google-genai clients, trustme, playwright…; about 290 MB more, playwright 170 of them), from PyPI"
 	$(BIN)/python -m pip install --disable-pip-version-check -e '.[dev]'
 	touch $(DEV)
 
@@ -60,24 +60,28 @@ nvim:
 	  || echo "nvim: could not install neovim; the Neovim test will be skipped"; \
 	else echo "nvim: missing and apt-get (as root) is not available; the Neovim test will be skipped"; fi
 
-# Claude Code's CLI for the proxy's end-to-end test (tests/proxy/claude_cli.py: 384 MB into
-# ~/.cache/hdcontext-e2e, once; it says so first). The test only uses it, and is skipped with
-# the reason when it is missing. Standard library only: it needs no .venv.
+# The agents' CLIs for the proxy's end-to-end tests (tests/proxy/npm_cli.py), each from npm
+# into ~/.cache/hdcontext-e2e, once, saying so first: Claude Code's (claude_cli.py, 384 MB) and
+# Gemini CLI (gemini_cli.py, 100 MB). The tests only use them, and are skipped with the reason
+# when one is missing. Standard library only: they need no .venv.
 claude-cli:
 	@$(PYTHON) -m tests.proxy.claude_cli
+
+gemini-cli:
+	@$(PYTHON) -m tests.proxy.gemini_cli
 
 # pytest on every core (`-n auto`: one worker a core, pytest-xdist); a line per test file as it
 # finishes (tests/conftest.py), and the ten slowest tests at the end, where the time goes.
 # PYTEST_WORKERS=0 runs it in one process.
 PYTEST_WORKERS ?= auto
-unit: $(DEV) nvim claude-cli
+unit: $(DEV) nvim claude-cli gemini-cli
 	$(STAGE): pytest, $(PYTEST_WORKERS) workers
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --progress-by-file -o console_output_style=classic \
 	  --durations=10
 
 # make test: what the checks need installs from the start, side by side (the virtual
-# environment, Debian packages, Claude Code's CLI, the extension's npm packages, Node 24 and
-# code-server), each said before it starts; tsc and the e2e's package build as soon as what they
+# environment, Debian packages, Claude Code's CLI and Gemini CLI, the extension's npm
+# packages, Node 24 and code-server), each said before it starts; tsc and the e2e's package build as soon as what they
 # need is there, beside the test tools' install (run again: not at all unless their inputs
 # changed); the checks themselves run one after another (lint, typecheck, unit,
 # test-extension, e2e): side by side on two cores, the tests' time limits (an answer in 10 s, a

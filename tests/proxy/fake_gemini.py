@@ -156,13 +156,15 @@ class FakeGemini:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=512 * 1024 * 1024)
         self.add_routes(app)
+        for version in ("v1beta", "v1"):
+            app.router.add_get(f"/{version}/models", self._models)
         app.router.add_route("*", "/{tail:.*}", self._other)
         return app
 
     def add_routes(self, app: web.Application) -> None:
+        """The model calls (``models/{model}:method``) on ``app``."""
         for version in ("v1beta", "v1"):
             app.router.add_post(f"/{version}/models/{{call}}", self._call)
-            app.router.add_get(f"/{version}/models", self._models)
 
     @property
     def generate_requests(self) -> list[Seen]:
