@@ -109,7 +109,8 @@ class ModelPrice:
 @dataclass(frozen=True)
 class Lookup:
     """A model's row and how it was found. ``fallback``: the model is not in the table and its
-    provider's most common row stands in (say so); ``unpriced``: no row can (no name)."""
+    provider's most common row stands in (say so); ``unpriced``: no row can (a provider with no
+    fallback row: none has, since Gemini's rows)."""
 
     row: ModelPrice | None
     how: How
