@@ -15,7 +15,7 @@ STAGE   = @echo "== $@ ($$(date +%T))"
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo test lint typecheck unit bench clean vsix test-extension e2e e2e-package nvim fuzz \
-	claude-cli agent-clis e2e-apt e2e-editor ext-build _test
+	agent-clis e2e-apt e2e-editor ext-build _test
 
 # hdcontext and its dependencies: what `make demo` needs. pip shows what it fetches.
 $(STAMP): pyproject.toml
@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 
 # The test tools on top: pytest and its plugins, hypothesis, mypy, ruff, the openai client.
 $(DEV): $(STAMP)
-	@echo "setup: the test tools into $(VENV)/ (pytest, pytest-xdist, hypothesis, mypy, ruff, the openai and anthropic clients, trustme, playwright…; about 280 MB more, playwright 170 of them), from PyPI"
+	@echo "setup: the test tools into $(VENV)/ (pytest, pytest-xdist, hypothesis, mypy, ruff, the openai, anthropic and google-genai clients, trustme, playwright…; about 290 MB more, playwright 170 of them), from PyPI"
 	$(BIN)/python -m pip install --disable-pip-version-check -e '.[dev]'
 	touch $(DEV)
 
@@ -60,30 +60,26 @@ nvim:
 	  || echo "nvim: could not install neovim; the Neovim test will be skipped"; \
 	else echo "nvim: missing and apt-get (as root) is not available; the Neovim test will be skipped"; fi
 
-# Claude Code's CLI for the proxy's end-to-end test (tests/proxy/claude_cli.py: 384 MB into
-# ~/.cache/hdcontext-e2e, once; it says so first). The test only uses it, and is skipped with
-# the reason when it is missing. Standard library only: it needs no .venv.
-claude-cli:
-	@$(PYTHON) -m tests.proxy.claude_cli
-
-# The other agents' CLIs the proxy's end-to-end tests drive (tests/proxy/npm_cli.py): Codex
-# (424 MB) and opencode (354 MB) into ~/.cache/hdcontext-e2e, once, each said first. Skipped
-# tests say why when one is missing. Standard library only.
+# The agents' CLIs for the proxy's end-to-end tests (tests/proxy/agent_clis.py), each from npm
+# into ~/.cache/hdcontext-e2e, once, saying so first: Claude Code's (claude_cli.py, 384 MB),
+# Codex CLI (codex_cli.py, 424 MB), opencode (opencode_cli.py, 354 MB) and Gemini CLI
+# (gemini_cli.py, 100 MB). The tests only use them, and are skipped with the reason when one is
+# missing. Standard library only: they need no .venv.
 agent-clis:
-	@$(PYTHON) -m tests.proxy.npm_cli
+	@$(PYTHON) -m tests.proxy.agent_clis
 
 # pytest on every core (`-n auto`: one worker a core, pytest-xdist); a line per test file as it
 # finishes (tests/conftest.py), and the ten slowest tests at the end, where the time goes.
 # PYTEST_WORKERS=0 runs it in one process.
 PYTEST_WORKERS ?= auto
-unit: $(DEV) nvim claude-cli agent-clis
+unit: $(DEV) nvim agent-clis
 	$(STAGE): pytest, $(PYTEST_WORKERS) workers
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --progress-by-file -o console_output_style=classic \
 	  --durations=10
 
 # make test: what the checks need installs from the start, side by side (the virtual
-# environment, Debian packages, Claude Code's CLI, the extension's npm packages, Node 24 and
-# code-server), each said before it starts; tsc and the e2e's package build as soon as what they
+# environment, Debian packages, Claude Code's CLI and Gemini CLI, the extension's npm
+# packages, Node 24 and code-server), each said before it starts; tsc and the e2e's package build as soon as what they
 # need is there, beside the test tools' install (run again: not at all unless their inputs
 # changed); the checks themselves run one after another (lint, typecheck, unit,
 # test-extension, e2e): side by side on two cores, the tests' time limits (an answer in 10 s, a

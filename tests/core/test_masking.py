@@ -135,6 +135,45 @@ def test_outputs_already_one_of_our_one_liners_stay() -> None:
     assert result.metadata.masked_pruned == 1
 
 
+GEMINI_MASKED = (
+    '<tool_output_masked>\n{\n  "output": "def f0(x):\\n    return x + 0\\n'
+    + "x" * 250
+    + "\n... [TRUNCATED] ...\n"
+    + "y" * 250
+    + "\n\nOutput too large. Full output available at: "
+    "/home/u/.gemini/tmp/ws/tool-outputs/session-1/read_file_1.txt\n</tool_output_masked>"
+)
+"""Gemini CLI's own masking of an old output (its head and tail, and where the whole is)."""
+
+
+def test_output_the_agent_masked_itself_is_left_as_it_is_and_is_no_view() -> None:
+    """Gemini CLI masks old tool output itself and never undoes it: such an output is not
+    masked again (it is under a kilobyte, and a pointer to a pointer helps nobody), and a
+    read answered so shows no file: the view that stays is a whole read after it, or none."""
+    source = "".join(f"def f{n}(x):\n    return x + {n}\n" for n in range(20))
+    history = [
+        human("look"),
+        ai_call("r1", "Read", {"file_path": "/w/a.py"}),
+        tool_result("r1", "Read", GEMINI_MASKED),
+        *bash("b1", GEMINI_MASKED),
+        ai_call("r2", "Read", {"file_path": "/w/a.py"}),
+        tool_result("r2", "Read", source),
+        *bash("b2"),
+        ai_text("k"),
+    ]
+    assert is_compact(GEMINI_MASKED)
+    config = dataclasses.replace(CONFIG, mask_retention=0)
+    result = optimize(history, config)
+    out = results(history, result)
+    assert out["b1"] == GEMINI_MASKED  # not masked again
+    assert out["r2"] == source  # the current view of a.py
+    assert masked(history, config) == {"b2"}
+    # Had the masked read been the last one, no view of a.py would stand: nothing protects
+    # it, and nothing is masked for it either.
+    alone = [*history[:4], *bash("b2"), ai_text("k")]
+    assert results(alone, optimize(alone, config))["r1"] == GEMINI_MASKED
+
+
 def test_a_call_id_two_responses_share_stays() -> None:
     # history/retrieve gives back the latest response of an id: the other could not come back.
     history = [human("go"), *bash("b1"), *bash("b1"), *bash("b2"), ai_text("k")]

@@ -29,6 +29,7 @@ from hdcontext.core.prices import (
     override,
     provider_of,
 )
+from hdcontext.core.settings import Settings
 
 ROWS = {row.model: row for row in PRICES}
 
@@ -67,6 +68,11 @@ def test_the_table_is_dated() -> None:
         ("gpt-6-sol", (2.0, 10.0, 0.20, 2.50, None, 1800, 1024)),
         ("gpt-5.6-sol", (4.0, 20.0, 0.40, 5.0, None, 1800, 1024)),
         ("gpt-4.1", (2.0, 8.0, 0.50, 2.0, None, 300, 1024)),
+        ("gemini-3.1-pro-preview", (2.0, 12.0, 0.20, 2.0, None, 300, 4096)),
+        ("gemini-3-flash-preview", (0.50, 3.0, 0.05, 0.50, None, 300, 1024)),
+        ("gemini-2.5-pro", (1.25, 10.0, 0.125, 1.25, None, 300, 4096)),
+        ("gemini-2.5-flash", (0.30, 2.50, 0.03, 0.30, None, 300, 1024)),
+        ("gemini-2.5-flash-lite", (0.10, 0.40, 0.01, 0.10, None, 300, 1024)),
     ],
 )
 def test_rows_as_published(
@@ -85,6 +91,16 @@ def test_the_providers_geometry() -> None:
     old = ROWS["gpt-4.1"]
     assert (old.at_breakpoints, old.max_breakpoints, old.retention_24h) == (False, 0, True)
     assert not ROWS["o3"].retention_24h
+    for row in PRICES:
+        if row.provider == "gemini":
+            # Implicit caching: any shared prefix, a tenth, no write premium, no breakpoint.
+            assert (row.at_breakpoints, row.max_breakpoints, row.lookback_blocks) == (
+                False,
+                0,
+                None,
+            )
+            assert multiples(row) == Multiples(0.1, 1.0, None), row.model
+            assert "ttl_s" in row.unverified
 
 
 def test_long_prompts_are_billed_higher_where_the_provider_says() -> None:
@@ -94,6 +110,9 @@ def test_long_prompts_are_billed_higher_where_the_provider_says() -> None:
     long = at_prompt(haiku, 100_001)
     assert (long.input, long.output, long.cache_read) == (0.50, 2.50, 0.05)
     assert (long.cache_write_5m, long.cache_write_1h) == (0.625, 1.0)
+    pro = at_prompt(ROWS["gemini-2.5-pro"], 200_001)
+    assert (pro.input, pro.output, pro.cache_read, pro.cache_write_5m) == (2.50, 15.0, 0.25, 2.50)
+    assert at_prompt(ROWS["gemini-2.5-pro"], 200_000) is ROWS["gemini-2.5-pro"]
     sol = at_prompt(ROWS["gpt-6.2-sol"], 272_001)
     assert (sol.input, sol.output, sol.cache_read, sol.cache_write_5m) == (4.0, 15.0, 0.20, 5.0)
     assert at_prompt(ROWS["claude-opus-5-5"], 900_000) is ROWS["claude-opus-5-5"]
@@ -111,7 +130,7 @@ def test_every_row_names_its_source_and_what_it_assumed() -> None:
 def test_each_provider_falls_back_to_a_row_of_its_own() -> None:
     for provider, model in FALLBACK.items():
         assert ROWS[model].provider == provider
-    assert "gemini" not in FALLBACK
+    assert set(FALLBACK) == {"anthropic", "openai", "gemini"}
 
 
 # -- the lookup ----------------------------------------------------------------------------------
@@ -187,9 +206,36 @@ def test_never_another_familys_row() -> None:
     assert lookup("gpt-6-sol-mini").how == "fallback"
 
 
-def test_gemini_is_unpriced() -> None:
-    found = lookup("models/gemini-2.5-pro")
-    assert (found.row, found.how) == (None, "unpriced")
+@pytest.mark.parametrize(
+    ("name", "model", "how"),
+    [
+        ("models/gemini-2.5-pro", "gemini-2.5-pro", "exact"),
+        ("gemini-3.1-pro-preview-customtools", "gemini-3.1-pro-preview", "exact"),
+        ("GEMINI-3-flash", "gemini-3-flash-preview", "exact"),
+        ("gemini-2.5-flash-001", "gemini-2.5-flash", "family"),
+        ("gemini-2.5-flash-preview-09-2025", "gemini-2.5-flash", "family"),
+        ("gemini-2.5-pro-preview-05-06", "gemini-2.5-pro", "family"),
+        ("gemini-2.5-flash-lite-preview-06-17", "gemini-2.5-flash-lite", "family"),
+        ("publishers/google/models/gemini-2.5-flash@001", "gemini-2.5-flash", "family"),
+        ("gemini-2.5-flash-image", "gemini-3.1-pro-preview", "fallback"),
+        ("gemini-3.8-flash", "gemini-3.1-pro-preview", "fallback"),
+        ("context-calibrator", "claude-opus-5-5", "fallback"),
+    ],
+)
+def test_gemini_ids_find_their_row(name: str, model: str, how: str) -> None:
+    """A snapshot of a Gemini model is its model's row (never another tier's: an image
+    model, a Flash-Lite, are not Flash's); a Gemini name the table lacks takes Gemini's
+    fallback, priced with Gemini's cache."""
+    found = lookup(name)
+    assert (found.row, found.how) == (ROWS[model], how)
+    if provider_of(name) == "gemini":
+        planned = pricing.pricing_for(Settings(), name)
+        assert (planned.name, planned.read, planned.write, planned.at_breakpoints) == (
+            "gemini",
+            0.1,
+            1.0,
+            False,
+        )
 
 
 NAMES = [

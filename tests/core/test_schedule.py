@@ -103,7 +103,17 @@ def test_pricing_comes_from_the_model_unless_set() -> None:
     values = resolve({"cache.pricing": "openai", "cache.writeCost": 1.5}, {}).values
     assert pricing_for(values, "claude-3") == Pricing("openai", 0.1, 1.5, 300_000)
     auto = resolve({"cache.ttlSeconds": 3600}, {}).values
-    assert pricing_for(auto, "gemini-2.0") == Pricing("gemini", 0.25, 1.0, 3_600_000)
+    # A Gemini model: its row (any prefix, a tenth, no premium); one the table lacks, Gemini's
+    # fallback row, and it says so.
+    gemini = pricing_for(auto, "gemini-2.5-flash")
+    assert gemini == Pricing(
+        "gemini", 0.1, 1.0, 3_600_000, min_prefix=1024, row="gemini-2.5-flash", match="exact"
+    )
+    older = pricing_for(auto, "gemini-2.0")
+    assert (older.read, older.write, older.at_breakpoints) == (0.1, 1.0, False)
+    assert (older.row, older.match) == ("gemini-3.1-pro-preview", "fallback")
+    named = resolve({"cache.pricing": "gemini"}, {}).values
+    assert pricing_for(named, "claude-3") == Pricing("gemini", 0.1, 1.0, 300_000)
     defaults = resolve({}, {}).values
     # A Claude model: its row of the price table. Sonnet 4.6 reads at 0.1x, Opus 5.5 at
     # 0.05x; both write at 1.25x (five minutes) and 2x (an hour), at breakpoints found 20

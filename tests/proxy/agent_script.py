@@ -19,10 +19,12 @@ DONE_TEXT = "All done: notes.txt now says beta."
 
 
 def last_result_step(body: dict[str, Any]) -> int | None:
-    """The step of the newest tool result in an Anthropic, OpenAI chat or Responses API
-    request, if any."""
+    """The step of the newest tool result in an Anthropic, OpenAI chat, Responses API or
+    Gemini request, if any."""
     if "input" in body:
         return _last_output_step(body["input"])
+    if "contents" in body:
+        return _last_response_step(body["contents"])
     messages = body.get("messages") or []
     for message in reversed(messages):
         ids: list[str] = []
@@ -56,9 +58,23 @@ def _last_output_step(items: list[Any]) -> int | None:
     return None
 
 
+def _last_response_step(contents: list[Any]) -> int | None:
+    for content in reversed(contents):
+        if content.get("role") == "model":
+            return None
+        for part in reversed(content.get("parts") or []):
+            response = part.get("functionResponse") if isinstance(part, dict) else None
+            found = _STEP.search(str(response.get("id"))) if isinstance(response, dict) else None
+            if found:
+                return int(found.group(1))
+    return None
+
+
 def tool_names(body: dict[str, Any]) -> set[str]:
     names = set()
     for tool in body.get("tools") or []:
+        for declared in tool.get("functionDeclarations") or []:  # Gemini's
+            names.add(declared.get("name"))
         names.add(tool.get("name") or (tool.get("function") or {}).get("name"))
     return names
 

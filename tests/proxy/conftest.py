@@ -73,6 +73,7 @@ async def start(
         daemon,
         anthropic=named,
         openai=named + openai_base,
+        gemini=named,
         bound_s=bound_s,
         **(proxy_options or {}),
     )

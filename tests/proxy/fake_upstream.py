@@ -1,6 +1,7 @@
 """A scripted provider for the proxy's tests: an aiohttp server on loopback that records every
 request it gets (path, headers, JSON body) and answers as a script says, in Anthropic's shape,
-OpenAI's chat completions' or its Responses API's, as JSON or as an event stream (SSE) when the
+OpenAI's chat completions', its Responses API's or Gemini's (``fake_gemini.py``: each call with
+the id the script gives it, the first of an answer signed), as JSON or as a stream when the
 request asks to stream."""
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from . import fake_gemini
 
 Script = Callable[[dict[str, Any]], list[dict[str, Any]]]
 """Request body → the content blocks to answer with (Anthropic blocks: text or tool_use)."""
@@ -37,13 +40,7 @@ OPENAI_USAGE = {
 }
 
 
-@dataclass
-class Seen:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
-    raw: bytes
+Seen = fake_gemini.Seen
 
 
 @dataclass
@@ -74,8 +71,25 @@ class FakeUpstream:
         app.router.add_post("/v1/messages", self._anthropic)
         app.router.add_post("/v1/chat/completions", self._openai)
         app.router.add_post("/v1/responses", self._responses)
+        self.gemini = fake_gemini.FakeGemini(self._gemini_plan, seen=self.seen)
+        self.gemini.add_routes(app)
         app.router.add_route("*", "/{tail:.*}", self._other)
         return app
+
+    def _gemini_plan(self, body: dict[str, Any]) -> fake_gemini.Chunks:
+        """The script's blocks as Gemini parts, in one chunk: a text, each tool use a
+        ``functionCall`` with the script's id, the first signed."""
+        parts: list[dict[str, Any]] = []
+        for block in self.script(body):
+            if block["type"] == "text":
+                parts.append({"text": block["text"]})
+            else:
+                call = {"id": block["id"], "args": block["input"], "name": block["name"]}
+                part: dict[str, Any] = {"functionCall": call}
+                if not any("functionCall" in p for p in parts):
+                    part["thoughtSignature"] = fake_gemini.signature(block["id"])
+                parts.append(part)
+        return [parts]
 
     async def _record(self, request: web.Request) -> Any:
         raw = await request.read()
@@ -88,7 +102,12 @@ class FakeUpstream:
 
     @property
     def api_requests(self) -> list[Seen]:
-        return [s for s in self.seen if s.path.split("?")[0] in API_PATHS]
+        return [
+            s
+            for s in self.seen
+            if s.path.split("?")[0] in API_PATHS
+            or s.path.split("?")[0].endswith(fake_gemini.GENERATE)
+        ]
 
     async def _other(self, request: web.Request) -> web.StreamResponse:
         await self._record(request)

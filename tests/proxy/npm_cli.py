@@ -1,12 +1,12 @@
-"""The agents' CLIs the proxy's end-to-end tests drive, each installed once into a cache folder.
+"""The agents' CLIs for the proxy's end-to-end tests, from npm, each installed once into a
+cache folder: Claude Code's (``claude_cli.py``), Gemini CLI (``gemini_cli.py``).
 
-Each one is an npm package at a pinned version, installed from the npm registry into
-``~/.cache/hdcontext-e2e/<name>-<version>`` (``$HDCONTEXT_E2E_HOME`` when set) by ``make
-agent-clis`` (``python -m tests.proxy.npm_cli``), which ``make test`` runs before pytest and
-which says what, how big and where before each install. The tests only use them: each is
-skipped with a reason when ``HDC_SKIP_EDITOR_TESTS=1`` (no install at all) or when its CLI is
-not installed (npm missing, the registry unreachable, or pytest run without ``make``).
-Claude Code's has a module of its own (``claude_cli.py``), written first.
+Each is a package at a pinned version, installed by ``make claude-cli`` / ``make gemini-cli``
+(``python -m tests.proxy.<module>``; ``make unit`` and ``make test`` run both before pytest)
+into ``~/.cache/hdcontext-e2e/<name>-<version>`` (``$HDCONTEXT_E2E_HOME`` when set), saying
+what, how big and where before it installs. A test only uses it: it is skipped with a reason
+when ``HDC_SKIP_EDITOR_TESTS=1`` (no install at all) or when the CLI is not installed (npm
+missing, the registry unreachable, or pytest run without ``make``).
 """
 
 from __future__ import annotations
@@ -15,26 +15,38 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from .claude_cli import CACHE
-
+CACHE = Path(
+    os.environ.get("HDCONTEXT_E2E_HOME")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hdcontext-e2e"
+)
+"""Where setup.sh and codeServer.ts keep Node 24 and code-server: the same rule, one folder."""
 INSTALL_TIMEOUT_S = 900
 
 
 @dataclass(frozen=True)
 class NpmCli:
-    name: str
-    """What the tests and the install's lines call it."""
+    title: str
+    """How the messages name it (``Claude Code's CLI``)."""
     package: str
     version: str
     command: str
-    """The binary npm puts in ``node_modules/.bin``."""
+    """The executable the package puts in ``node_modules/.bin``."""
+    name: str
+    """Its folder's name, before the version."""
     size: str
-    """On disk once installed, as measured."""
+    """On disk, as the install says before it starts."""
     what: str
-    """What it is, for the line said before the install."""
+    """What the install brings, in its announcement."""
+    make_target: str
+    test: str
+    """The test that uses it, as a skip names it."""
+    quiet: Mapping[str, str] = field(default_factory=dict)
+    """The environment that turns its telemetry and updates off."""
 
     @property
     def spec(self) -> str:
@@ -46,45 +58,53 @@ class NpmCli:
     def binary(self) -> Path:
         return self.folder() / "node_modules" / ".bin" / self.command
 
-    def works(self) -> bool:
-        path = self.binary()
+    def quiet_env(self, extra: Mapping[str, str]) -> dict[str, str]:
+        env = {"PATH": os.environ.get("PATH", ""), **self.quiet}
+        env.update(extra)
+        return env
+
+    def works(self, path: Path) -> bool:
         if not path.exists():
             return False
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(self.folder())}
-        try:
-            done = subprocess.run(
-                [str(path), "--version"], capture_output=True, timeout=60, env=env
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return False
+        with tempfile.TemporaryDirectory() as home:  # a version check writes nothing of ours
+            try:
+                done = subprocess.run(
+                    [str(path), "--version"],
+                    capture_output=True,
+                    timeout=60,
+                    env=self.quiet_env({"HOME": home}),
+                )
+            except (OSError, subprocess.TimeoutExpired):
+                return False
         return done.returncode == 0 and self.version in done.stdout.decode(errors="replace")
 
     def find(self) -> tuple[Path | None, str]:
-        """(the CLI, "") when it is installed, else (None, why not). Installs nothing."""
+        """(the CLI, "") when it is installed, else (None, why not). Installs nothing: the
+        install is ``make``'s."""
         if os.environ.get("HDC_SKIP_EDITOR_TESTS") == "1":
-            return None, f"HDC_SKIP_EDITOR_TESTS=1: {self.name}'s CLI is not installed"
-        if self.works():
+            return None, f"HDC_SKIP_EDITOR_TESTS=1: {self.title} is not installed"
+        if self.works(self.binary()):
             return self.binary(), ""
         return None, (
-            f"{self.name}'s CLI ({self.spec}) is not installed in {self.folder()}: "
-            "`make agent-clis` installs it (`make test` does)"
+            f"{self.title} ({self.spec}) is not installed in {self.folder()}: "
+            f"`make {self.make_target}` installs it (`make test` does)"
         )
 
     def install(self) -> tuple[Path | None, str]:
-        """(the CLI, "") once installed, else (None, why it cannot be). Says what, how big and
-        where before it installs, and shows npm's own output."""
+        """(the CLI, "") once installed, else (None, why it cannot be). Says what, how big
+        and where before it installs, and shows npm's own output."""
         if os.environ.get("HDC_SKIP_EDITOR_TESTS") == "1":
-            return None, f"HDC_SKIP_EDITOR_TESTS=1: {self.name}'s CLI is not installed"
-        if self.works():
+            return None, f"HDC_SKIP_EDITOR_TESTS=1: {self.title} is not installed"
+        if self.works(self.binary()):
             return self.binary(), ""
         npm = shutil.which("npm")
         if npm is None:
-            return None, f"npm is not on PATH: {self.name}'s CLI cannot be installed"
+            return None, f"npm is not on PATH: {self.title} cannot be installed"
         target = self.folder()
         target.mkdir(parents=True, exist_ok=True)
         print(
-            f"agent-clis: installing {self.spec} ({self.what}: {self.size} on disk) from the "
-            f"npm registry into {target}, once, for the proxy's end-to-end tests",
+            f"{self.make_target}: installing {self.spec} ({self.what}: {self.size} on disk) "
+            f"from the npm registry into {target}, once, for {self.test}",
             flush=True,
         )
         try:
@@ -94,41 +114,16 @@ class NpmCli:
             )
         except subprocess.TimeoutExpired:
             return None, f"npm install {self.spec} did not finish in {INSTALL_TIMEOUT_S} s"
-        if done.returncode != 0 or not self.works():
+        if done.returncode != 0 or not self.works(self.binary()):
             return None, f"npm install {self.spec} failed (registry unreachable?)"
         return self.binary(), ""
 
-
-CODEX = NpmCli(
-    "codex",
-    "@openai/codex",
-    "0.171.0",
-    "codex",
-    "424 MB",
-    "OpenAI's Codex CLI with its native binary",
-)
-OPENCODE = NpmCli(
-    "opencode",
-    "opencode-ai",
-    "1.18.33",
-    "opencode",
-    "354 MB",
-    "opencode with its native binary",
-)
-CLIS = (CODEX, OPENCODE)
-
-
-def main() -> int:
-    """``python -m tests.proxy.npm_cli``: install them (``make agent-clis``). A failure is
-    said and leaves its tests to be skipped with the reason; it does not stop ``make test``."""
-    for cli in CLIS:
-        path, why = cli.install()
+    def main(self) -> int:
+        """``python -m tests.proxy.<module>``: install it. A failure is said and leaves the
+        test to be skipped with the reason; it does not stop ``make test``."""
+        path, why = self.install()
         if path is None:
-            print(f"agent-clis: {why}; its tests will be skipped", file=sys.stderr)
+            print(f"{self.make_target}: {why}; {self.test} will be skipped", file=sys.stderr)
         else:
-            print(f"agent-clis: {path} ({cli.version})")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+            print(f"{self.make_target}: {path} ({self.version})")
+        return 0

@@ -28,8 +28,8 @@ from hdcontext.core.validity import payload_problems
 from hdcontext.edges.proxy.openai_cache import retention_to_ask
 
 from .agent_script import last_result_step
+from .codex_cli import CLI as CODEX
 from .conftest import start, stop
-from .npm_cli import CODEX
 from .tap import start_tap
 
 RUN_TIMEOUT_S = 180

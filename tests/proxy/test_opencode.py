@@ -23,7 +23,7 @@ from hdcontext.core.validity import payload_problems
 
 from .agent_script import last_result_step
 from .conftest import start, stop
-from .npm_cli import OPENCODE
+from .opencode_cli import CLI as OPENCODE
 from .tap import start_tap
 from .test_codex import DONE, NOTHING_CACHED, PATCH, PROMPT, big_module
 

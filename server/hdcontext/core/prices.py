@@ -13,9 +13,11 @@ other than GPT-6.2 Sol, GPT-6 Sol and GPT-5.6 Sol, and the cache prices of a few
 
 ``lookup`` finds a model's row by its exact id or alias, then by family (the longest row id the
 name starts with, past a date or a suffix that does not name another tier: a dated snapshot is
-its model's row, ``gpt-5.6-mini`` is never ``gpt-5.6``'s), then falls back to its provider's most
-common row and says so. Gemini has no rows: its models are ``unpriced`` and keep the preset
-multipliers of ``cache/pricing.py``.
+its model's row, ``gpt-5.6-mini`` is never ``gpt-5.6``'s; a Gemini snapshot, ``-001`` or
+``-preview-09-2025``, its model's), then falls back to its provider's most common row and says
+so. Gemini's rows are read from Google's pages as well (its implicit cache: any shared prefix,
+reads at a tenth of the input price, no write premium); a name that is no Gemini model of the
+table takes Gemini 3.1 Pro's row.
 
 Prices change: ``PRICES_CHECKED`` is the day the rows were checked against the providers' pages,
 and a test holds a handful of them to the figures, so a change to the table is a deliberate one.
@@ -107,7 +109,8 @@ class ModelPrice:
 @dataclass(frozen=True)
 class Lookup:
     """A model's row and how it was found. ``fallback``: the model is not in the table and its
-    provider's most common row stands in (say so); ``unpriced``: no row can (Gemini)."""
+    provider's most common row stands in (say so); ``unpriced``: no row can (a provider with no
+    fallback row: none has, since Gemini's rows)."""
 
     row: ModelPrice | None
     how: How
@@ -136,6 +139,8 @@ claude-sonnet-5-5, claude-haiku-5-5): the rows with ``bound_thinking``."""
 _O_PRICING = "https://developers.openai.com/api/docs/pricing"
 _O_CACHING = "https://developers.openai.com/api/docs/guides/prompt-caching"
 _O_MODEL = "https://developers.openai.com/api/docs/models/{model}"
+_G_PRICING = "https://ai.google.dev/gemini-api/docs/pricing"
+_G_CACHING = "https://ai.google.dev/gemini-api/docs/caching"
 
 ANTHROPIC_TTL_S = 300
 ANTHROPIC_LOOKBACK_BLOCKS = 20
@@ -265,6 +270,60 @@ def _gpt_before(
         + "The guide gives no minimum prefix before GPT-5.6 (it 'varies with request "
         "settings'); 1,024 is the floor its earlier text named.",
         unverified=("min_prefix",),
+    )
+
+
+GEMINI_TTL_S = 300
+"""Google names no lifetime for an implicit cache entry ("send requests with similar prefix in
+a short amount of time"; an explicit cache lives an hour by default): five minutes assumed, as
+OpenAI's in-memory cache, which it resembles."""
+GEMINI_LONG_ABOVE = 200_000
+_GEMINI_TTL_NOTE = (
+    "Implicit caching: any shared prefix from the model's minimum on, reads at the listed "
+    "cache price, no write premium, no storage fee (the storage price is explicit caching's). "
+    "Google names no lifetime for an implicit entry: five minutes assumed."
+)
+
+
+def _gemini(
+    model: str,
+    prices: tuple[float, float, float],
+    min_prefix: int,
+    source: str,
+    *,
+    aliases: tuple[str, ...] = (),
+    long: tuple[float, float, float] | None = None,
+    note: str = "",
+    unverified: tuple[str, ...] = (),
+) -> ModelPrice:
+    """A Gemini row; ``prices``: input, output (thinking included), cache read, for text,
+    images and video (audio input is dearer: not modelled); ``long``: the same past
+    ``GEMINI_LONG_ABOVE`` prompt tokens."""
+    input_, output, read = prices
+    tier = None
+    if long is not None:
+        tier = LongPrompt(GEMINI_LONG_ABOVE, long[0], long[1], long[2], long[0], None)
+    return ModelPrice(
+        model=model,
+        provider="gemini",
+        input=input_,
+        output=output,
+        cache_read=read,
+        cache_write_5m=input_,
+        cache_write_1h=None,
+        ttl_s=GEMINI_TTL_S,
+        min_prefix=min_prefix,
+        at_breakpoints=False,
+        lookback_blocks=None,
+        max_entries=MAX_ENTRIES,
+        max_breakpoints=0,
+        assistant_breakpoints=True,
+        retention_24h=False,
+        source=source,
+        aliases=aliases,
+        long=tier,
+        note=(note + " " if note else "") + _GEMINI_TTL_NOTE,
+        unverified=("ttl_s", *unverified),
     )
 
 
@@ -528,11 +587,89 @@ OPENAI_ROWS: tuple[ModelPrice, ...] = (
     _gpt_before("o4-mini", (1.10, 4.40, 0.275), _O_PRICING),
 )
 
-PRICES: tuple[ModelPrice, ...] = ANTHROPIC_ROWS + OPENAI_ROWS
+_G_TRANSCRIBED = (
+    "Google's pricing page was not read itself: its figures as transcribed, quoting it, on "
+    "2026-07-04 (factquire.com) and in March 2026 guides that cite it."
+)
+GEMINI_ROWS: tuple[ModelPrice, ...] = (
+    _gemini(
+        "gemini-3.1-pro-preview",
+        (2.0, 12.0, 0.20),
+        4096,
+        _G_PRICING,
+        aliases=("gemini-3.1-pro-preview-customtools",),
+        long=(4.0, 18.0, 0.40),
+        note=_G_TRANSCRIBED + " Gemini CLI's configured model with no -m (and what it turns "
+        "-m gemini-3-pro-preview into). Its minimum prefix is Gemini 3 Pro Preview's on the "
+        "caching page (" + _G_CACHING + "), which does not list 3.1.",
+        unverified=("min_prefix",),
+    ),
+    _gemini(
+        "gemini-3-pro-preview",
+        (2.0, 12.0, 0.20),
+        4096,
+        _G_PRICING,
+        long=(4.0, 18.0, 0.40),
+        note=_G_TRANSCRIBED + " Minimum prefix from the caching page. Shut down on the API on "
+        "2026-03-09 (the id then points to 3.1 Pro), as guides citing the models page say.",
+    ),
+    _gemini(
+        "gemini-3-flash-preview",
+        (0.50, 3.0, 0.05),
+        1024,
+        _G_PRICING,
+        aliases=("gemini-3-flash",),
+        note="The figures as factquire.com quoted the pricing page on 2026-07-04; minimum "
+        "prefix from the caching page (" + _G_CACHING + ").",
+    ),
+    _gemini(
+        "gemini-3.1-flash-lite-preview",
+        (0.25, 1.50, 0.025),
+        1024,
+        _G_PRICING,
+        note=_G_TRANSCRIBED + " The caching page lists no Flash-Lite minimum: Flash's 1,024 "
+        "assumed.",
+        unverified=("min_prefix",),
+    ),
+    _gemini(
+        "gemini-2.5-pro",
+        (1.25, 10.0, 0.125),
+        4096,
+        _G_PRICING,
+        long=(2.50, 15.0, 0.25),
+        note=_G_TRANSCRIBED + " Minimum prefix from the caching page (" + _G_CACHING + "; "
+        "2,048 in its 2025 text). Announced to shut down on 2026-12-01.",
+    ),
+    _gemini(
+        "gemini-2.5-flash",
+        (0.30, 2.50, 0.03),
+        1024,
+        _G_PRICING,
+        note=_G_TRANSCRIBED + " Minimum prefix from the caching page. Announced to shut down "
+        "on 2026-12-01.",
+    ),
+    _gemini(
+        "gemini-2.5-flash-lite",
+        (0.10, 0.40, 0.01),
+        1024,
+        _G_PRICING,
+        note=_G_TRANSCRIBED + " The caching page lists no Flash-Lite minimum: Flash's 1,024 "
+        "assumed.",
+        unverified=("min_prefix",),
+    ),
+)
 
-FALLBACK: dict[str, str] = {"anthropic": "claude-opus-5-5", "openai": "gpt-6.2-sol"}
+PRICES: tuple[ModelPrice, ...] = ANTHROPIC_ROWS + OPENAI_ROWS + GEMINI_ROWS
+
+FALLBACK: dict[str, str] = {
+    "anthropic": "claude-opus-5-5",
+    "openai": "gpt-6.2-sol",
+    "gemini": "gemini-3.1-pro-preview",
+}
 """Each provider's most common row, for a model the table does not know (Claude Code's default
-model; OpenAI's everyday Sol). Gemini has none: its models are unpriced."""
+model; OpenAI's everyday Sol; the model Gemini CLI is configured with by default). Every
+Gemini row caches alike (a tenth, no premium, any prefix): a Gemini name the table lacks is
+priced by its multiples rightly, its dollars as 3.1 Pro's."""
 
 # -- names ---------------------------------------------------------------------------------------
 
@@ -635,14 +772,24 @@ def _same_model(rest: str) -> bool:
     return True
 
 
+_GEMINI_SNAPSHOT = re.compile(r"(?:-preview)?(?:-\d{2,4})+$|-(?:latest|exp)$")
+"""What follows a Gemini model's id in one of its snapshots: ``-001``, ``-preview-05-20``,
+``-preview-09-2025``, ``-latest``, ``-exp``: the same model, billed as it."""
+
+
+def _same_gemini(rest: str) -> bool:
+    return _GEMINI_SNAPSHOT.fullmatch(rest) is not None or _same_model(rest)
+
+
 def _family(name: str, provider: Provider) -> ModelPrice | None:
     best: tuple[int, ModelPrice] | None = None
+    same = _same_gemini if provider == "gemini" else _same_model
     for key, row in _BY_NAME.items():
         if (
             row.provider == provider
             and len(key) < len(name)
             and name.startswith(key)
-            and _same_model(name[len(key) :])
+            and same(name[len(key) :])
             and (best is None or len(key) > best[0])
         ):
             best = (len(key), row)

@@ -99,6 +99,10 @@ class Part:
     kind: PartKind
     key: str = ""
     blank: bool = False
+    local: bool = False
+    """A call or response the provider pairs by place, not by an id (Gemini's without one):
+    its key means something only between a model's turn and the answer right after it, so a
+    later turn may use it again."""
 
 
 @dataclass(frozen=True)
@@ -133,8 +137,10 @@ def turn_problems(
 
 
 def turn_calls(turn: Turn) -> tuple[str, ...]:
-    """The call ids a turn makes (what ``turn_problems`` needs of a prefix)."""
-    return tuple(p.key for p in turn.parts if p.kind == "call")
+    """The call ids a turn makes (what ``turn_problems`` needs of a prefix). Calls paired by
+    place are not among them: a prefix that ends before a model's turn has answered them,
+    and nothing after it can name them."""
+    return tuple(p.key for p in turn.parts if p.kind == "call" and not p.local)
 
 
 @dataclass
@@ -143,6 +149,8 @@ class _Checker:
     calls: set[str] = field(default_factory=set)
     answered: set[str] = field(default_factory=set)
     pending: dict[str, None] = field(default_factory=dict)  # calls of the last model turn
+    local_calls: set[str] = field(default_factory=set)  # those paired by place (Part.local)
+    local_answered: set[str] = field(default_factory=set)
     last_model: int = -1
     leading: bool = False  # still in the results that must open the answer to last_model
 
@@ -167,33 +175,39 @@ class _Checker:
         for key in self.pending:
             self._add("unanswered_call", self.last_model, key)
         self.pending = {}
+        self.local_calls.clear()
+        self.local_answered.clear()
 
     def _part(self, part: Part, role: Role, index: int) -> None:
+        calls = self.local_calls if part.local else self.calls
         if part.kind == "call":
             if role != "assistant":
                 self._add("misplaced_call", index, part.key)
-            elif part.key in self.calls:
+            elif part.key in calls:
                 self._add("duplicate_call", index, part.key)
             else:
-                self.calls.add(part.key)
+                calls.add(part.key)
                 self.pending[part.key] = None
             return
         if part.kind == "response":
-            self._response(part.key, role, index)
+            answered = self.local_answered if part.local else self.answered
+            self._response(part.key, role, index, calls, answered)
             return
         if role == "user":
             self.leading = False
         if part.blank:
             self._add("blank_text", index)
 
-    def _response(self, key: str, role: Role, index: int) -> None:
-        if key in self.answered:
+    def _response(
+        self, key: str, role: Role, index: int, calls: set[str], answered: set[str]
+    ) -> None:
+        if key in answered:
             self._add("duplicate_response", index, key)
-        elif key not in self.calls:
+        elif key not in calls:
             self._add("orphan_response", index, key)
         elif role == "user" and self.leading and key in self.pending:
             del self.pending[key]
-            self.answered.add(key)
+            answered.add(key)
         else:
             self._add("misplaced_response", index, key)
 
@@ -549,36 +563,47 @@ def _responses_content(content: object) -> Iterable[Part]:
 
 
 def gemini_turns(payload: object) -> list[Turn]:
-    """Gemini ``contents``. A call or response without an ``id`` pairs by name and order
-    within the turn it answers, as Gemini pairs them."""
+    """Gemini ``contents`` (or a body holding them)."""
     turns: list[Turn] = []
-    model_turn = -1
-    for index, content in enumerate(_messages(payload, "contents")):
-        if not isinstance(content, Mapping):
-            continue
-        model = content.get("role") == "model"
-        if model:
-            model_turn = index
-        seen: dict[str, int] = {}
-        parts: list[Part] = []
-        raw_parts = content.get("parts")
-        for part in raw_parts if isinstance(raw_parts, list) else []:
-            if not isinstance(part, Mapping):
-                continue
-            call = part.get("functionCall")
-            response = part.get("functionResponse")
-            if isinstance(call, Mapping) or isinstance(response, Mapping):
-                body = call if isinstance(call, Mapping) else response
-                assert isinstance(body, Mapping)
-                key = body.get("id")
-                if not key:
-                    name = str(body.get("name"))
-                    seen[name] = seen.get(name, 0) + 1
-                    key = f"{model_turn}:{name}#{seen[name]}"
-                parts.append(Part("call" if call is not None else "response", str(key)))
-            elif "text" in part and not part.get("thought"):
-                parts.append(_text_part(part.get("text")))
-            else:
-                parts.append(Part("other"))
-        turns.append(Turn("assistant" if model else "user", tuple(parts)))
+    for content in _messages(payload, "contents"):
+        turn = gemini_turn(content)
+        if turn is not None:
+            turns.append(turn)
     return turns
+
+
+def gemini_turn(content: object) -> Turn | None:
+    """One Gemini content as a turn; ``None`` for what is not a content. A call or response
+    without an ``id`` is paired by its name and place among the turn's calls of that name,
+    as Gemini pairs them (``Part.local``). A user's responses come first, in their order:
+    Gemini reads a response wherever it stands in the content that answers."""
+    if not isinstance(content, Mapping):
+        return None
+    model = content.get("role") == "model"
+    seen: dict[str, int] = {}
+    responses: list[Part] = []
+    parts: list[Part] = []
+    raw_parts = content.get("parts")
+    for part in raw_parts if isinstance(raw_parts, list) else []:
+        if not isinstance(part, Mapping):
+            parts.append(Part("other"))
+            continue
+        call = part.get("functionCall")
+        response = part.get("functionResponse")
+        if isinstance(call, Mapping) or isinstance(response, Mapping):
+            body = call if isinstance(call, Mapping) else response
+            assert isinstance(body, Mapping)
+            key, local = body.get("id"), False
+            if not key:
+                name = str(body.get("name"))
+                seen[name] = seen.get(name, 0) + 1
+                key, local = f"{name}#{seen[name]}", True
+            if call is not None:
+                parts.append(Part("call", str(key), local=local))
+            else:
+                responses.append(Part("response", str(key), local=local))
+        elif "text" in part and not part.get("thought"):
+            parts.append(_text_part(part.get("text")))
+        else:
+            parts.append(Part("other"))
+    return Turn("assistant" if model else "user", (*responses, *parts))

@@ -3,8 +3,9 @@
 Prices are multiples of an uncached input token: a cached token costs a fraction of one, a
 token newly written to the cache the same or more (Anthropic 0.1× and 1.25× for its 5-minute
 cache; OpenAI 0.1× and 1×, from GPT-5.6 on 0.1× and 1.25× for 30 minutes; Gemini's implicit
-cache 0.25×). A cached prefix lives for a while after its last use. ``none`` prices every token
-alike, which makes the schedule apply edits as soon as they save anything.
+cache 0.1× and 1×, from Gemini 2.5 on). A cached prefix lives for a while after its last use.
+``none`` prices every token alike, which makes the schedule apply edits as soon as they save
+anything.
 
 A provider may offer a longer lifetime at a dearer write (Anthropic: a breakpoint that asks
 ``"ttl": "1h"`` writes its entry at 2× and it lives an hour from its last use; reads cost the
@@ -109,7 +110,8 @@ OPENAI_BREAKPOINTS = Pricing(
     "openai", 0.1, 1.25, 1_800_000, at_breakpoints=True, assistant_breakpoints=False
 )
 """GPT-5.6 and later."""
-GEMINI = Pricing("gemini", 0.25, 1.0, DEFAULT_TTL_SECONDS * 1000)
+GEMINI = Pricing("gemini", 0.1, 1.0, DEFAULT_TTL_SECONDS * 1000)
+"""Gemini 2.5 and later: implicit caching at any shared prefix, a tenth, no write premium."""
 NONE = Pricing("none", 1.0, 1.0, DEFAULT_TTL_SECONDS * 1000)
 PRESETS: dict[str, Pricing] = {p.name: p for p in (ANTHROPIC, OPENAI, GEMINI, NONE)}
 
@@ -134,8 +136,8 @@ def pricing_for(settings: Settings, model: str | None) -> Pricing:
     """The prices and geometry to plan with. ``cache.pricing: auto`` (or the model's own
     provider named): the model's row of the price table (``core/prices.py``), by exact id, then by
     family, else its provider's fallback row (``Pricing.match`` says which), with the user's
-    ``cache.prices`` override of it; another provider named, or one the table does not price
-    (Gemini, ``none``): the provider's preset. ``cache.readCost``, ``cache.writeCost`` and
+    ``cache.prices`` override of it; another provider named, or ``none``: the provider's
+    preset. ``cache.readCost``, ``cache.writeCost`` and
     ``cache.ttlSeconds`` go over either."""
     provider = provider_of(model)
     name = settings.cache_pricing if settings.cache_pricing != "auto" else provider
@@ -155,7 +157,7 @@ def pricing_for(settings: Settings, model: str | None) -> Pricing:
 
 def _row_pricing(settings: Settings, model: str | None) -> Pricing | None:
     """The model's row as the cost model plans with it, or ``None`` where the table prices
-    nothing (Gemini)."""
+    nothing."""
     own = settings.cache_prices
     if not own:
         return _row_of(model, "")

@@ -22,7 +22,13 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 
 from ..content import Block, IContent, ToolResponseBlock
-from ..tools.summary import is_pruned, loads_tools, pruned_pointer, result_chars
+from ..tools.summary import (
+    is_agent_masked,
+    is_pruned,
+    loads_tools,
+    pruned_pointer,
+    result_chars,
+)
 from .edits import Edit, Position, Replacements, Rule, dropped_by
 from .passes import PassContext
 
@@ -51,6 +57,7 @@ class RecencyPass:
                 insort(self._by_tool.setdefault(block.tool_name, []), (key, j))
                 if (
                     not is_pruned(block.result)
+                    and not is_agent_masked(block.result)
                     and not loads_tools(block.result)
                     and self._worth_pointing(block)
                 ):

@@ -39,7 +39,8 @@ class PricedAs(_Reply):
     """Which row of the price table prices a session (``core/prices.py``)."""
 
     model: str | None
-    """The row's model id (``None``: a provider's preset, such as Gemini's)."""
+    """The row's model id (``None``: a provider's preset, ``cache.pricing`` naming another
+    provider than the model's)."""
     match: str
     """``exact``, ``family``, ``fallback`` (not in the table: the provider's most common row
     stands in), ``override`` (the user's ``cache.prices``) or ``preset``."""

@@ -191,7 +191,7 @@ class AnthropicApi:
     def check(self, messages: Sequence[Any], offset: int) -> None:
         check_messages(messages, 0, offset)
 
-    def import_messages(self, messages: list[Any]) -> list[IContent]:
+    def import_messages(self, messages: list[Any], offset: int = 0) -> list[IContent]:
         return from_messages(messages)
 
     def start(self, body: Mapping[str, Any], head: Sequence[Any]) -> object:

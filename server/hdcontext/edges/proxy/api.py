@@ -1,5 +1,6 @@
 """What the proxy needs of a provider's API: one implementation each (``anthropic.py``,
-``openai.py``), so that the server and the compactor handle both the same way.
+``openai.py``, ``responses.py``, ``gemini.py``), so that the server and the compactor handle
+them all the same way.
 
 The pieces are small so that the compactor can skip what it did for the previous request of
 the same conversation: check and import only the messages that are new, export only the
@@ -100,9 +101,11 @@ class Api(Protocol):
         conversation's from index ``offset`` on (the index messages name)."""
         ...
 
-    def import_messages(self, messages: list[Any]) -> list[IContent]:
+    def import_messages(self, messages: list[Any], offset: int = 0) -> list[IContent]:
         """Messages as IContent; ``messages`` starts with the conversation's first message or
-        with an assistant message (each becomes exactly one ``ai`` entry)."""
+        with an assistant message (each becomes exactly one ``ai`` entry), at index
+        ``offset`` of the body's (what an id the importer makes up from a message's place
+        counts from, so that a message read again gets the same one)."""
         ...
 
     def start(self, body: Mapping[str, Any], head: Sequence[Any]) -> object:

@@ -3,11 +3,14 @@
 Every request is placed first (``routes.py``): the API its path and credentials speak. One of
 no API the proxy serves, or one that carries another provider's key, is answered by the proxy
 itself (a 404 or a 400 that names the APIs it serves), counted, and forwarded nowhere.
-``POST /v1/messages`` (Anthropic) and ``POST /v1/chat/completions`` (OpenAI) go through the
-compactor; what it cannot or should not handle goes upstream as it came, with a log line that
-says why (kinds and counts only: no content, no header values). Any other path of a served API
-is passed to that API's upstream as it came. But ``GET /`` (and ``/hdcontext/stats.json``) is
-hdcontext's own: the savings page of the proxy's sessions (``dashboard.py``).
+``POST /v1/messages`` (Anthropic), ``POST /v1/chat/completions`` and ``/v1/responses``
+(OpenAI), and Gemini's ``POST /v1beta/models/{model}:generateContent`` and
+``:streamGenerateContent`` (or under ``/v1``; the model from the path, ``gemini.model_of``) go
+through the compactor; what it cannot or should not handle goes upstream as it came, with a
+log line that says why (kinds and counts only: no content, no header values). Any other path
+of a served API is passed to that API's upstream as it came. But ``GET /`` (and
+``/hdcontext/stats.json``) is hdcontext's own: the savings page of the proxy's sessions
+(``dashboard.py``).
 
 The log: a line at INFO for each request hdcontext compacted, a warning for each it sent as it
 came (and why); at DEBUG, for every request, what came in (API, path, size), what hdcontext
@@ -34,6 +37,7 @@ from .api import Api, Unsupported
 from .compactor import Compacted, Compactor, NotJson, TooSlow, client_name
 from .dashboard import Dashboard, add_routes
 from .egress import tls_context
+from .gemini import GeminiApi, model_of
 from .guard import refusal
 from .keepwarm import Caller, KeepWarm, Send
 from .openai import OpenAiApi
@@ -74,6 +78,7 @@ class ProxyState:
             "anthropic": AnthropicApi(),
             "openai": OpenAiApi(),
             "responses": ResponsesApi(),
+            "gemini": GeminiApi(),
         }
     )
     dashboard: Dashboard | None = None
@@ -213,7 +218,8 @@ CARRIED: dict[tuple[str, str], str] = {
     ("POST", "/v1/responses"): "responses",
 }
 """The requests whose conversation goes through hdcontext, by method and path: the API
-(``ProxyState.apis``) that reads them."""
+(``ProxyState.apis``) that reads them. Gemini's, whose path names the model, are found by
+``gemini.model_of``."""
 
 
 async def _dispatch(request: web.Request) -> web.StreamResponse:
@@ -228,6 +234,10 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
     if carried is not None and state.apis[carried].upstream == placed.api:
         return await _through(request, carried)
+    if placed.api == "gemini":
+        model = model_of(request.method, request.path)
+        if model is not None:
+            return await _through(request, "gemini", model)
     return await _passthrough(request, placed.api)
 
 
@@ -281,7 +291,8 @@ def _answered(name: str, what: str, done: Forwarded, started: float) -> None:
     )
 
 
-async def _through(request: web.Request, name: str) -> web.StreamResponse:
+async def _through(request: web.Request, name: str, model: str | None = None) -> web.StreamResponse:
+    """``model``: the model the request is for, when its path names it (Gemini's)."""
     state = request.app[STATE]
     api = state.apis[name]
     upstream = state.upstreams[api.upstream]
@@ -289,7 +300,7 @@ async def _through(request: web.Request, name: str) -> web.StreamResponse:
     state.requests += 1
     log.debug("%s %s: %d bytes in", name, request.path, len(raw))
     started = time.perf_counter()
-    compacted = await _compacted(state, api, request, raw)
+    compacted = await _compacted(state, api, request, raw, model)
     body = compacted.body if compacted is not None else raw
     billed_of = api.billed if compacted is not None else None
     sent = time.perf_counter()
@@ -473,7 +484,7 @@ async def read_body(request: web.Request) -> bytes:
 
 
 async def _compacted(
-    state: ProxyState, api: Api, request: web.Request, raw: bytes
+    state: ProxyState, api: Api, request: web.Request, raw: bytes, model: str | None = None
 ) -> Compacted | None:
     """The request through hdcontext, or ``None`` to send it as it came (and why, logged)."""
     try:
@@ -482,6 +493,7 @@ async def _compacted(
             raw,
             session=request.headers.get(SESSION_HEADER) or None,
             client=client_name(request.headers.get("User-Agent")),
+            model=model,
         )
     except NotJson as exc:
         return _unchanged(state, api, str(exc))

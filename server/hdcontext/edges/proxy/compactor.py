@@ -360,7 +360,7 @@ def _glance(api: Api, raw: bytes, client: str) -> _Glance:
     # enough of them are read that it is whole, as reading the conversation whole reads it.
     first = elements[head : head + GLANCED]
     api.check(first, 0)
-    entries = api.import_messages(first)
+    entries = api.import_messages(first, head)
     wire = entries[0].to_wire() if entries else None
     return _Glance(body, session_id_for(api, client, api.start(body, elements[:head]), wire))
 
@@ -397,7 +397,7 @@ def _finish(
     ``memo`` resumes at (cut ``k``), or all of them when ``memo`` is ``None``; and make the
     memo of this request."""
     base = memo.cut_at[k] if memo is not None else len(head)  # tail_messages[0]'s element
-    tail = api.import_messages(tail_messages)
+    tail = api.import_messages(tail_messages, base)
     if memo is not None:
         kept = memo.cut_entry[k]
         calls_before = memo.calls[: memo.cut_calls[k]]
@@ -524,10 +524,13 @@ class Compactor:
         session: str | None = None,
         client: str = "",
         at: int | None = None,
+        model: str | None = None,
     ) -> Compacted:
         """The request to send instead of ``raw``; raises on anything that should send
-        ``raw`` as it came (Unsupported, TooSlow, InvalidResult, or a failure)."""
-        task = asyncio.ensure_future(self._compact(api, raw, session, client, at))
+        ``raw`` as it came (Unsupported, TooSlow, InvalidResult, or a failure). ``model``:
+        the model the request is for when its body does not name it (Gemini names it in
+        the path)."""
+        task = asyncio.ensure_future(self._compact(api, raw, session, client, at, model))
         done, _ = await asyncio.wait({task}, timeout=self.bound_s)
         if not done:
             abandon(task)
@@ -535,7 +538,13 @@ class Compactor:
         return task.result()
 
     async def _compact(
-        self, api: Api, raw: bytes, session: str | None, client: str, at: int | None
+        self,
+        api: Api,
+        raw: bytes,
+        session: str | None,
+        client: str,
+        at: int | None,
+        model: str | None = None,
     ) -> Compacted:
         at = now_ms() if at is None else at
         if self._listed is not None:
@@ -545,14 +554,14 @@ class Compactor:
         match = best_match(api, raw, reversed(self._memos.values()))
         glance: _Glance | None = None
         if match is not None and (session or match.memo.session_id) in self._ingests:
-            return self._follow(api, raw, session or match.memo.session_id, client, at)
+            return self._follow(api, raw, session or match.memo.session_id, client, at, model)
         if match is None:
             glance = await _off_loop(len(raw), _glance, api, raw, client)
             named = session or glance.session_id
             if named in self._ingests:
-                return self._follow(api, raw, named, client, at)
+                return self._follow(api, raw, named, client, at, model)
             if len(raw) >= self.pass_bytes and not await self.daemon.knows(named):
-                return await self._pass(api, raw, named, client, glance, at)
+                return await self._pass(api, raw, named, client, glance, at, model)
         if match is not None and len(raw) - match.stop < INLINE_BYTES:
             taken = _take(api, raw, match, self._splicer, client)
         elif glance is not None:
@@ -564,7 +573,7 @@ class Compactor:
         if session in self.as_sent:
             raise Unsupported(AS_SENT)
         if session in self._ingests:
-            return self._follow(api, raw, session, client, at)
+            return self._follow(api, raw, session, client, at, model)
         before = self._memos.get(session)
         pieces = before.pieces if before is not None else None
         # Kept at once: the bytes are read whatever becomes of the rest of the request.
@@ -573,7 +582,7 @@ class Compactor:
         overrides = self._lifetime(api, raw, taken.body, session, match)
         # The commit is written while the request goes upstream (its answer waits for it).
         result = await self.daemon.sync_compact(
-            self._params(session, taken), at, overrides, save_later=True
+            self._params(session, taken, model), at, overrides, save_later=True
         )
         saving = self.daemon.registry.saving(session)
         blobs = result.history.blobs
@@ -665,12 +674,13 @@ class Compactor:
             return {"cache.ttlSeconds": LONG_RETENTION_TTL_S}
         return {}
 
-    def _params(self, session: str, taken: _Taken) -> dict[str, Any]:
-        """``history/sync``'s params for the conversation ``taken``."""
+    def _params(self, session: str, taken: _Taken, named: str | None = None) -> dict[str, Any]:
+        """``history/sync``'s params for the conversation ``taken`` (``named``: its model,
+        when its body names none)."""
         # The agents behind the proxy have no hdcontext_retrieve tool: pointers say so.
         self.daemon.serve_without_retrieve_tool(session)
         params: dict[str, Any] = {"sessionId": session, "entries": _Known(taken)}
-        model = taken.body.get("model")
+        model = taken.body.get("model") or named
         if isinstance(model, str) and model:
             params["model"] = model
         if self.context_limit is not None:
@@ -678,7 +688,14 @@ class Compactor:
         return params
 
     async def _pass(
-        self, api: Api, raw: bytes, session: str, client: str, glance: _Glance, at: int
+        self,
+        api: Api,
+        raw: bytes,
+        session: str,
+        client: str,
+        glance: _Glance,
+        at: int,
+        model: str | None = None,
     ) -> Compacted:
         """A large conversation the daemon does not know (a chat resumed with a new proxy,
         or elsewhere): it goes as it came, at once, while the daemon takes it in (off the
@@ -687,7 +704,7 @@ class Compactor:
         await self._hold(session)
         forwarded = asyncio.Event()
         task = asyncio.ensure_future(
-            self._take_in(api, raw, session, client, glance, at, forwarded)
+            self._take_in(api, raw, session, client, glance, at, forwarded, model)
         )
         self._register(session, task, forwarded)
         return replace(_passed(raw, session), forwarded=forwarded)
@@ -704,7 +721,9 @@ class Compactor:
 
         task.add_done_callback(done)
 
-    def _follow(self, api: Api, raw: bytes, session: str, client: str, at: int) -> Compacted:
+    def _follow(
+        self, api: Api, raw: bytes, session: str, client: str, at: int, model: str | None
+    ) -> Compacted:
         """A request of a conversation being taken in: it goes as it came, at once, rather
         than wait seconds for it (without the proxy there is no wait). Once the taking in is
         done and this request answered, its conversation is synced the same way, the call
@@ -712,7 +731,7 @@ class Compactor:
         before = self._ingests[session]
         forwarded = asyncio.Event()
         task = asyncio.ensure_future(
-            self._take_in_after(before, api, raw, session, client, at, forwarded)
+            self._take_in_after(before, api, raw, session, client, at, forwarded, model)
         )
         self._register(session, task, forwarded)
         return replace(_passed(raw, session), forwarded=forwarded)
@@ -726,6 +745,7 @@ class Compactor:
         client: str,
         at: int,
         forwarded: asyncio.Event,
+        model: str | None,
     ) -> None:
         with contextlib.suppress(Exception):
             await asyncio.shield(before)
@@ -738,7 +758,7 @@ class Compactor:
                 taken = await asyncio.to_thread(_take_whole, api, raw, client)
             else:
                 taken = await asyncio.to_thread(_take, api, raw, match, self._splicer, client)
-            await self._synced_passed(api, raw, session, taken, at)
+            await self._synced_passed(api, raw, session, taken, at, model)
         except Exception as exc:  # the request went as it came; the next one tries again
             log.warning("%s: taking in %s failed: %s", api.name, session, type(exc).__name__)
 
@@ -751,6 +771,7 @@ class Compactor:
         glance: _Glance,
         at: int,
         forwarded: asyncio.Event,
+        model: str | None = None,
     ) -> None:
         """The daemon's bulk path for a conversation forwarded as it came: read whole,
         synced in one commit with the call told as sent (``Daemon.sync_passed``), the
@@ -760,18 +781,18 @@ class Compactor:
             await asyncio.wait_for(forwarded.wait(), FORWARD_WAIT_S)
         try:
             taken = await asyncio.to_thread(_take_whole, api, raw, client, glance.body)
-            await self._synced_passed(api, raw, session, taken, at)
+            await self._synced_passed(api, raw, session, taken, at, model)
         except Exception as exc:  # the request went as it came; the next one tries again
             log.warning("%s: taking in %s failed: %s", api.name, session, type(exc).__name__)
 
     async def _synced_passed(
-        self, api: Api, raw: bytes, session: str, taken: _Taken, at: int
+        self, api: Api, raw: bytes, session: str, taken: _Taken, at: int, model: str | None
     ) -> None:
         """``taken``'s conversation synced in one commit with the call told as sent
         (``Daemon.sync_passed``), the messages it would send made ready for the next
         request."""
         self._keep(session, replace(taken.memo, at=at))
-        result = await self.daemon.sync_passed(self._params(session, taken), at)
+        result = await self.daemon.sync_passed(self._params(session, taken, model), at)
         pieces = await _pieces(api, taken, result.history.blobs)
         current = self._memos.get(session)
         if pieces is not None and current is not None and current.raw is raw:

@@ -168,7 +168,7 @@ class OpenAiApi:
     def check(self, messages: Sequence[Any], offset: int) -> None:
         check(messages, offset)
 
-    def import_messages(self, messages: list[Any]) -> list[IContent]:
+    def import_messages(self, messages: list[Any], offset: int = 0) -> list[IContent]:
         try:
             return list(importer.from_messages(messages).entries)
         except FormatError as exc:

@@ -121,7 +121,7 @@ class ResponsesApi:
                 )
         raise Unsupported(f"input[{offset + min(len(items), len(again))}] would not be sent")
 
-    def import_messages(self, messages: list[Any]) -> list[IContent]:
+    def import_messages(self, messages: list[Any], offset: int = 0) -> list[IContent]:
         try:
             return importer.from_items(messages)
         except FormatError as exc:

@@ -6,7 +6,9 @@ hdcontext's own ``x-hdcontext-session``; the client's ``Accept-Encoding`` is rep
 HTTP library's, which decodes the answer, so that its usage can be read. The answer keeps its
 status, headers (less the hop ones and the encoding already undone) and body: a refusal reaches
 the client with the upstream's status and body. An event stream is passed on chunk by chunk as
-it arrives. An upstream that cannot be reached is a 502 that names which one.
+it arrives, and so is Gemini's stream without ``alt=sse`` (one JSON array the model writes as
+it goes: read whole first, the agent would see nothing of it until its end). An upstream that
+cannot be reached is a 502 that names which one.
 
 Never worse than no proxy, when the upstream breaks off too. An event stream cut short (the
 connection gone before the closing chunk, a read that timed out) reaches the client as the same
@@ -194,7 +196,7 @@ async def forward(
     async with answer:
         headers = response_headers(answer.headers)
         read = billed_of is not None and answer.status == 200
-        if answer.content_type == "text/event-stream":
+        if _streamed(request, answer):
             usage_of = billed_of if read else None
             streamed = await _stream(
                 request, answer, headers, upstream, usage_of, saving, dialect or upstream.name
@@ -220,6 +222,17 @@ async def forward(
             status=answer.status, reason=answer.reason, headers=headers, body=data
         )
         return Forwarded(response, billed, answer.status, answer.status >= 400)
+
+
+GEMINI_STREAM = ":streamGenerateContent"
+
+
+def _streamed(request: web.Request, answer: aiohttp.ClientResponse) -> bool:
+    """Whether an answer goes on as it arrives: an event stream, or a Gemini stream's
+    answer in JSON (an error's comes whole)."""
+    if answer.content_type == "text/event-stream":
+        return True
+    return answer.status == 200 and request.path.endswith(GEMINI_STREAM)
 
 
 class ClientGone(Exception):

@@ -7,12 +7,16 @@ per chunk. Anthropic gives its input and cache figures in ``message_start`` and 
 ``message_delta`` (and, in ``cache_creation``, how many cache writes were made for an hour);
 OpenAI gives one ``usage`` object, in the last chunk of a stream (when the
 client asked for it with ``stream_options.include_usage``); its Responses API in the response
-that ``response.completed`` (or ``response.incomplete``) carries.
+that ``response.completed`` (or ``response.incomplete``) carries. Gemini gives
+``usageMetadata`` in its response, and in the chunks of a stream (the last one's figures are
+the call's): as events with ``alt=sse``, or without it as one JSON array written as it comes,
+which is read once it is whole.
 
 How the answer ended is read along too (Anthropic's ``stop_reason``, OpenAI's
-``finish_reason``): an answer that calls a tool is followed by the agent's next call within
-seconds, one that answers waits on a person. The daemon weighs a refresh call by it, since the
-proxy appends no answer to the session (``Session.note_waiting``).
+``finish_reason``; for Gemini, whether a chunk called a function): an answer that calls a tool
+is followed by the agent's next call within seconds, one that answers waits on a person. The
+daemon weighs a refresh call by it, since the proxy appends no answer to the session
+(``Session.note_waiting``).
 """
 
 from __future__ import annotations
@@ -129,12 +133,77 @@ def responses_billed(usage: object) -> Billed | None:
     )
 
 
+GEMINI_USAGE = "usageMetadata"
+
+
+def gemini_billed(usage: object) -> Billed | None:
+    """Gemini's ``usageMetadata``: ``promptTokenCount`` counts every input token, the cached
+    ones (``cachedContentTokenCount``) among them; the output is the answer's tokens
+    (``candidatesTokenCount``) and its thinking (``thoughtsTokenCount``), billed alike. An
+    implicit cache reports no write, and charges none."""
+    if not isinstance(usage, Mapping):
+        return None
+    return Billed(
+        input_tokens=count(usage.get("promptTokenCount")),
+        cache_read_tokens=count(usage.get("cachedContentTokenCount")),
+        output_tokens=count(usage.get("candidatesTokenCount"))
+        + count(usage.get("thoughtsTokenCount")),
+    )
+
+
+class GeminiAnswer:
+    """What Gemini's answer says so far, chunk by chunk (a whole response is one chunk):
+    the latest ``usageMetadata`` (each chunk of a stream carries the figures so far), and how
+    it ended: ``tool_calls`` once a chunk called a function, else ``stop`` after a ``STOP``
+    (any other ``finishReason`` as it is: the rhythm does not know it)."""
+
+    def __init__(self) -> None:
+        self.usage: object = None
+        self.calls = False
+        self.finish: object = None
+
+    def chunk(self, data: object) -> None:
+        if not isinstance(data, Mapping):
+            return
+        usage = data.get(GEMINI_USAGE)
+        if isinstance(usage, Mapping):
+            self.usage = usage
+        candidates = data.get("candidates")
+        first = candidates[0] if isinstance(candidates, list) and candidates else None
+        if not isinstance(first, Mapping):
+            return
+        if first.get("finishReason") is not None:
+            self.finish = first.get("finishReason")
+        content = first.get("content")
+        parts = content.get("parts") if isinstance(content, Mapping) else None
+        if isinstance(parts, list) and any(
+            isinstance(p, Mapping) and "functionCall" in p for p in parts
+        ):
+            self.calls = True
+
+    @property
+    def ended(self) -> object:
+        if self.calls:
+            return "tool_calls"
+        return "stop" if self.finish == "STOP" else self.finish
+
+    def billed(self, reader: Callable[[object], Billed | None]) -> Billed | None:
+        found = reader(self.usage)
+        return None if found is None else replace(found, waits_on=waiting_after(self.ended))
+
+
 def from_json(body: bytes, billed: Callable[[object], Billed | None]) -> Billed | None:
-    """The usage of a whole JSON answer, or ``None``."""
+    """The usage of a whole JSON answer, or ``None``: a response, or Gemini's stream without
+    ``alt=sse`` (a JSON array of responses)."""
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
         return None
+    if isinstance(data, list) or (isinstance(data, Mapping) and GEMINI_USAGE in data):
+        answer = GeminiAnswer()
+        for chunk in data if isinstance(data, list) else [data]:
+            answer.chunk(chunk)
+        return answer.billed(billed)
     if not isinstance(data, Mapping):
         return None
     found = billed(data.get("usage"))
@@ -147,17 +216,28 @@ class StreamUsage:
 
     MAX_LINE = 1 << 20
     """A line longer than this is not kept whole (no usage event is that long)."""
+    MAX_ARRAY = 64 * 1024 * 1024
+    """Gemini's JSON-array stream is kept whole up to this, to be read at its end."""
 
     def __init__(self, provider: str) -> None:
         """``provider``: the API whose events these are (``anthropic``, ``openai`` chat
-        completions, ``responses``)."""
+        completions, ``responses``, ``gemini``: events with ``alt=sse``, else one JSON
+        array)."""
         self._provider = provider
         self._partial = bytearray()
         self._usage: dict[str, Any] = {}
         self._seen = False
         self._ended: object = None
+        self._gemini = GeminiAnswer() if provider == "gemini" else None
+        self._array: bytearray | None = None
+        """Gemini's stream without ``alt=sse``, as it came so far (``None``: events)."""
+        self._began = False
+        self._too_long = False
 
     def feed(self, chunk: bytes) -> None:
+        if self._gemini is not None and (self._array is not None or self._opens_array(chunk)):
+            self._keep(chunk)
+            return
         data = self._partial + chunk if self._partial else chunk
         lines = data.split(b"\n")
         rest = lines.pop()
@@ -165,7 +245,33 @@ class StreamUsage:
             self._line(line)
         self._partial = bytearray(rest) if len(rest) <= self.MAX_LINE else bytearray()
 
+    def _opens_array(self, chunk: bytes) -> bool:
+        """Whether Gemini's stream is a JSON array (its first byte not a space is ``[``)."""
+        if self._began:
+            return False
+        first = chunk.lstrip()[:1]
+        self._began = bool(first)
+        if first == b"[":
+            self._array = bytearray()
+            return True
+        return False
+
+    def _keep(self, chunk: bytes) -> None:
+        assert self._array is not None
+        if self._too_long or len(self._array) + len(chunk) > self.MAX_ARRAY:
+            self._too_long = True  # not read: no usage, as from a stream cut short
+            self._array = bytearray()
+        else:
+            self._array += chunk
+
     def _line(self, line: bytes | bytearray) -> None:
+        if self._gemini is not None:
+            if line.startswith(b"data:") and any(m in line for m in _GEMINI_MARKS):
+                try:
+                    self._gemini.chunk(orjson.loads(line[5:]))
+                except orjson.JSONDecodeError:
+                    return
+            return
         if not line.startswith(b"data:") or (
             b'"usage"' not in line and b'"finish_reason":"' not in line
         ):
@@ -221,9 +327,13 @@ class StreamUsage:
 
     @property
     def billed(self) -> Billed | None:
+        if self._array is not None:
+            return None if self._too_long else from_json(bytes(self._array), gemini_billed)
         if self._partial:
             self._line(bytes(self._partial))
             self._partial = bytearray()
+        if self._gemini is not None:
+            return self._gemini.billed(gemini_billed)
         if not self._seen:
             return None
         found = _READERS.get(self._provider, openai_billed)(self._usage)
@@ -234,4 +344,7 @@ _READERS: dict[str, Callable[[object], Billed | None]] = {
     "anthropic": anthropic_billed,
     "openai": openai_billed,
     "responses": responses_billed,
+    "gemini": gemini_billed,
 }
+_GEMINI_MARKS = (b'"usageMetadata"', b'"functionCall"', b'"finishReason"')
+"""What an event of Gemini's stream must hold to be parsed at all."""

@@ -56,7 +56,7 @@ def load(text: str, strict: bool = False) -> Conversation:
         kinds = sorted({str(m.record.get("type")) for m in recording.messages})
         held = f"only {', '.join(kinds)} messages" if kinds else "no messages"
         raise FormatError(f"a Gemini CLI chat recording with no conversation in it ({held})")
-    entries = from_contents(built.contents, built.metadata)
+    entries = from_contents(built.contents, metadata=built.metadata)
     return Conversation(
         tuple(entries),
         workspace_root=_root(recording, text),
