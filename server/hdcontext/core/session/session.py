@@ -54,7 +54,8 @@ from ..history.sync import Lineage
 from ..history.thinking import Turn, compression_waits, first_change, keeps, latest_turn, unbound
 from ..prices import binds_thinking
 from ..settings import Resolved, Settings, resolve, validate
-from ..stats.calls import BilledUsage, CallEvent, CallMade, CallRefused, Retrieved, UsageReported
+from ..stats.calls import BilledUsage, CallEvent, CallRefused, Retrieved, UsageReported
+from ..stats.log import CallLog
 from ..tools.todos import Todo, latest_todo_write
 from .replies import (
     CacheReport,
@@ -221,7 +222,7 @@ class Session:
         (the proxy: the answer's stop reason). Not stored: a restart forgets it."""
         self._savings = Savings()  # what each waiting edit saves, counted once
         self._lineage = Lineage()  # the conversation as history/sync last saw it
-        self._calls: list[CallEvent] = []  # noted since the edge last saved them
+        self._calls = CallLog()  # noted since the edge last saved them
         self._sent: _Sent | None = None
         """The last call the prompt cache was told of, until its usage comes: what to take
         back if it never reached the model (``call_refused``). Not stored: a call refused
@@ -350,7 +351,7 @@ class Session:
         call just made when that call waits for it; ``write_1h_tokens`` is the part of the
         cache writes made for an hour, when the client knows it (the proxy does)."""
         cache = self._cache
-        self._calls.append(
+        self._calls.note(
             UsageReported(
                 at=self._clock() if at is None else at,
                 model=self.model,
@@ -434,7 +435,7 @@ class Session:
         self._cache = replace(cache, prompt=sent.before.prompt, reply=reply, expected=None)
         if sent.unchanged is not None:
             self.history.mark_changed(sent.unchanged)
-        self._calls.append(CallRefused(self._clock() if at is None else at))
+        self._calls.note(CallRefused(self._clock() if at is None else at))
         self.version += 1
         return True
 
@@ -448,7 +449,7 @@ class Session:
     def note_retrieved(self, at: int | None = None) -> None:
         """Something density took out was fetched back (``history/retrieve``): how often
         that happens says whether masking takes what the model still needs."""
-        self._calls.append(Retrieved(self._clock() if at is None else at))
+        self._calls.note(Retrieved(self._clock() if at is None else at))
 
     # -- what the edge keeps of each call -------------------------------------------------
 
@@ -456,12 +457,7 @@ class Session:
         """The call events noted since the last time (``stats/calls.py``), for the edge to save
         with the session; they are forgotten here. A rolled-back change takes its own back
         (``restore``)."""
-        taken, self._calls = self._calls, []
-        return taken
-
-    def _note_call(self, bill: CallBill | None, refresh: bool) -> None:
-        if bill is not None:
-            self._calls.append(CallMade(bill.at, refresh, self.model, bill, self.masked_outputs))
+        return self._calls.take()
 
     def note_write(self, path: str, when: int | None = None) -> None:
         """A file written outside the history (disk, didSave). ``path`` is already resolved."""
@@ -859,7 +855,7 @@ class Session:
         self._sent = _Sent(self._cache, cache, unchanged)
         history.mark_stable()
         self._told_waiting = "unknown"  # a new call: what ended the last one is past
-        self._note_call(bill, refresh=False)
+        self._calls.made(bill, refresh=False, model=self.model, masked=self.masked_outputs)
         report = CacheReport(
             pricing=pricing.name,
             stable_prefix=history.curated_index(stable),
@@ -988,7 +984,7 @@ class Session:
         before = self._cache
         self._cache = replace(before, prompt=after, reply=mark, expected=_expected(bill))
         self._sent = _Sent(self._cache, before, None)
-        self._note_call(bill, refresh=True)
+        self._calls.made(bill, refresh=True, model=self.model, masked=self.masked_outputs)
         curated = history.curated()[: history.curated_index(end)]
         return self._refresh_reply(r, pricing, curated, placed, bill, at, read)
 
@@ -1061,7 +1057,7 @@ class Session:
         """Put the session back as it was at ``snap`` (the one rollback path)."""
         self.history.restore_snapshot(snap.history)
         self.import_state(snap.state)
-        del self._calls[snap.calls :]
+        self._calls.forget_after(snap.calls)
         # Keys and transcript places of entries rolled back will be given again.
         self._savings.forget()
         self._lineage.forget_after(len(self.history.transcript_json))
