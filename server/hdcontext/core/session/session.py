@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..cache.billed import UsageCheck, billed, expected_of
 from ..cache.ledger import CallBill
 from ..cache.pricing import Pricing, pricing_for
 from ..cache.prompt_cache import Call, Placed, PromptCache
@@ -351,51 +352,27 @@ class Session:
         call just made when that call waits for it; ``write_1h_tokens`` is the part of the
         cache writes made for an hour, when the client knows it (the proxy does)."""
         cache = self._cache
+        read = cache_read_tokens or 0
+        write = cache_write_tokens or 0
+        output = output_tokens or 0
         self._calls.note(
             UsageReported(
                 at=self._clock() if at is None else at,
                 model=self.model,
                 attached=cache.expected is not None,
-                billed=BilledUsage(
-                    input=input_tokens,
-                    read=cache_read_tokens or 0,
-                    write=cache_write_tokens or 0,
-                    write_1h=write_1h_tokens,
-                    output=output_tokens or 0,
-                ),
+                billed=BilledUsage(input_tokens, read, write, write_1h_tokens, output),
             )
         )
-        usage = cache.usage
-        read = cache_read_tokens or 0
-        write = cache_write_tokens or 0
-        total = usage.model_copy(
-            update={
-                "calls": usage.calls + 1,
-                "input_tokens": usage.input_tokens + input_tokens,
-                "cache_read_tokens": usage.cache_read_tokens + read,
-                "cache_write_tokens": usage.cache_write_tokens + write,
-                "output_tokens": usage.output_tokens + (output_tokens or 0),
-            }
-        )
-        prompt = cache.prompt
-        if input_tokens > 0 and read == 0 and write == 0:
-            prompt = prompt.reported_cold()
-        check = None
+        prompt, check = billed(cache.prompt, cache.expected, input_tokens, read, write)
         predicted, missed = cache.predicted, cache.mispredicted
-        if cache.expected is not None:
-            check = UsageCheck(*cache.expected, input_tokens, read, write)
-            predicted = predicted.model_copy(
-                update={
-                    "calls": predicted.calls + 1,
-                    "input_tokens": predicted.input_tokens + check.expected_tokens,
-                    "cache_read_tokens": predicted.cache_read_tokens + check.expected_read,
-                    "cache_write_tokens": predicted.cache_write_tokens + check.expected_write,
-                }
+        if check is not None:
+            predicted = predicted.plus(
+                check.expected_tokens, check.expected_read, check.expected_write
             )
             missed += check.off
         self._cache = replace(
             cache,
-            usage=total,
+            usage=cache.usage.plus(input_tokens, read, write, output),
             prompt=prompt,
             expected=None,
             predicted=predicted,
@@ -850,7 +827,7 @@ class Session:
             prompt=prompt,
             reply=ReplyMark(revision, call.length, len(curated)),
             free_pending=free_waiting,
-            expected=_expected(bill),
+            expected=expected_of(bill),
         )
         self._sent = _Sent(self._cache, cache, unchanged)
         history.mark_stable()
@@ -982,7 +959,7 @@ class Session:
         if end > max(mark.raw_len, mark.held_len):
             mark = replace(mark, held_len=end)
         before = self._cache
-        self._cache = replace(before, prompt=after, reply=mark, expected=_expected(bill))
+        self._cache = replace(before, prompt=after, reply=mark, expected=expected_of(bill))
         self._sent = _Sent(self._cache, before, None)
         self._calls.made(bill, refresh=True, model=self.model, masked=self.masked_outputs)
         curated = history.curated()[: history.curated_index(end)]
@@ -1105,34 +1082,6 @@ class Session:
         self.history.mark_stable(state.cache.reply.changed_from)
 
 
-@dataclass(frozen=True)
-class UsageCheck:
-    """A call as the daemon expected it billed, and as the provider billed it."""
-
-    expected_tokens: int
-    expected_read: int
-    expected_write: int
-    billed_tokens: int
-    billed_read: int
-    billed_write: int
-
-    @property
-    def off(self) -> bool:
-        """Whether the share of input read from the cache is more than a quarter off what
-        the daemon expected (the counts differ anyway: the provider's include the system
-        prompt and tools, and its tokenizer is its own)."""
-        if not self.expected_tokens or not self.billed_tokens:
-            return False
-        expected = self.expected_read / self.expected_tokens
-        billed = self.billed_read / self.billed_tokens
-        return abs(expected - billed) > MISPREDICTED
-
-
-MISPREDICTED = 0.25
-"""How far the billed share of input read from the cache may be from the expected one before
-the call counts as mispredicted."""
-
-
 class RefreshTooEarly(ValueError):
     """``history/refresh`` at a time before the session's last call."""
 
@@ -1155,11 +1104,6 @@ def _request_end(entries: Sequence[IContent], length: int) -> int:
         if not open_calls:
             end = i + 1
     return end
-
-
-def _expected(bill: CallBill) -> tuple[int, int, int]:
-    charge = bill.charge
-    return charge.total, charge.read, charge.write + charge.write_long
 
 
 def _unchanged(mark: ReplyMark, changed_from: int | None) -> int:

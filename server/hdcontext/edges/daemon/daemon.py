@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from ...core.cache.billed import UsageCheck
 from ...core.cache.rhythm import Waiting, waiting_after
 from ...core.compression.types import CompressionError, SummarizerError
 from ...core.content import Block, IContent, entries_json
@@ -33,7 +34,6 @@ from ...core.session.session import (
     Session,
     SessionSummarizer,
     SyncOutcome,
-    UsageCheck,
 )
 from ...core.settings import FIELDS, SettingError, resolve
 from ..storage.store import Store, StoreError
