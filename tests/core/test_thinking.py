@@ -43,7 +43,8 @@ from hdcontext.core.history.thinking import (
     without_thinking,
 )
 from hdcontext.core.prices import PRICES, binds_thinking, lookup
-from hdcontext.core.session.session import CompactResult, Session, SessionSummarizer
+from hdcontext.core.session.reply import CompactResult
+from hdcontext.core.session.session import Session, SessionSummarizer
 from hdcontext.core.settings import Settings
 from hdcontext.core.validity import problems
 from hdcontext.formats.importers.claude_code import from_jsonl

@@ -14,8 +14,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 from ..cache.billed import UsageCheck, billed, expected_of
 from ..cache.ledger import CallBill
@@ -42,7 +41,6 @@ from ..content import (
     ThinkingBlock,
     ToolCallBlock,
     ToolResponseBlock,
-    dump_entries,
 )
 from ..density.edits import Edit, result_of
 from ..density.engine import DensityEngine
@@ -59,8 +57,6 @@ from ..stats.calls import BilledUsage, CallEvent, CallRefused, Retrieved, UsageR
 from ..stats.log import CallLog
 from ..tools.todos import Todo, latest_todo_write
 from .replies import (
-    CacheReport,
-    CompactSummary,
     CompressionReport,
     DensityCounts,
     DensityReport,
@@ -68,6 +64,7 @@ from .replies import (
     SettingsReply,
     Status,
 )
+from .reply import CompactResult, Outcome, Step, compacted, refreshed, revision_name
 from .state import CacheState, ReplyMark, SessionState
 
 
@@ -81,58 +78,6 @@ say which provider to ask)."""
 
 TranscriptExporter = Callable[[Sequence[Blob]], Awaitable[str | None]]
 """Writes the whole transcript (each entry's stored JSON) where the agent can read it; its path."""
-
-
-@dataclass(frozen=True)
-class Step:
-    """One pass of a compaction and the curated tokens around it (for tables and logs)."""
-
-    name: str
-    tokens_before: int
-    tokens_after: int
-
-
-@dataclass(frozen=True)
-class CompactResult:
-    history: Entries
-    """The curated view (parsed as read, joined as stored for a reply)."""
-    status: Status
-    density: DensityReport | None
-    compression: CompressionReport | None
-    over_limit: bool
-    revision: str
-    """Names the returned history (a later ``reply: delta`` names it as its ``base``)."""
-    previous: str | None
-    """The revision of the previous reply, which ``cache.stablePrefix`` entries share."""
-    cache: CacheReport
-    steps: tuple[Step, ...] = field(default=())
-    """The passes that ran, in order (``optimize``, ``compress``, ``emergency-optimize``…)."""
-    bill: CallBill | None = None
-    """The call as the daemon prices it (the edge keeps it for ``hdcontext stats``)."""
-
-    def to_wire(self) -> dict[str, object]:
-        """The whole reply of ``history/compact``, history as JSON values (the command line's
-        ``--json``; the daemon writes the history as stored instead)."""
-        return {"history": dump_entries(self.history), **self.wire_fields()}
-
-    def delta(self, base: str | None) -> tuple[str | None, int, Entries]:
-        """(``delta.base``, ``delta.keep``, ``delta.entries``) for a client that holds the
-        history of revision ``base``: what changed, if it holds the previous reply."""
-        if base is None or base != self.previous:
-            return None, 0, self.history
-        keep = self.cache.stable_prefix
-        return base, keep, self.history[keep:]
-
-    def wire_fields(self) -> dict[str, object]:
-        """The reply of ``history/compact`` without its history (the edge adds it)."""
-        return CompactSummary(
-            revision=self.revision,
-            cache=self.cache,
-            status=self.status,
-            density=self.density,
-            compression=self.compression,
-            over_limit=self.over_limit,
-        ).to_wire()
 
 
 @dataclass(frozen=True)
@@ -161,19 +106,6 @@ class _Sent:
     unchanged: int | None
     """A model call's head of the view as the provider had last seen it (``Call.unchanged``);
     ``None``: a refresh call, which changes no entry."""
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    """What a compaction did, for its reply."""
-
-    applied: int
-    waiting: tuple[Candidate, ...]
-    """The density edits left waiting (the reply anchors a breakpoint before them)."""
-    density: DensityReport | None
-    compression: CompressionReport | None
-    over: bool
-    steps: tuple[Step, ...]
 
 
 class Session:
@@ -766,7 +698,7 @@ class Session:
             steps.append(Step("emergency-compress", again.tokens_before, again.tokens_after))
 
         over = history.total_tokens + pending > limit
-        outcome = _Outcome(len(applied), waiting, density, compression, over, tuple(steps))
+        outcome = Outcome(len(applied), waiting, density, compression, over, tuple(steps))
         return self._reply(at, r, pricing, warm, outcome)
 
     def passed(self, at: int | None = None) -> CompactResult:
@@ -780,10 +712,10 @@ class Session:
         pricing = pricing_for(r.values, self.model)
         warm = self._cache.prompt.warm(self._call(r, pricing, at))
         over = self.history.total_tokens > r.values.context_limit
-        return self._reply(at, r, pricing, warm, _Outcome(0, (), None, None, over, ()))
+        return self._reply(at, r, pricing, warm, Outcome(0, (), None, None, over, ()))
 
     def _reply(
-        self, at: int, r: Resolved, pricing: Pricing, warm: bool, outcome: _Outcome
+        self, at: int, r: Resolved, pricing: Pricing, warm: bool, outcome: Outcome
     ) -> CompactResult:
         """The compaction's answer: the history, where its breakpoints go (anchors before
         the edits still waiting) and how long each keeps its entry, and the prompt cache told
@@ -833,45 +765,21 @@ class Session:
         history.mark_stable()
         self._told_waiting = "unknown"  # a new call: what ended the last one is past
         self._calls.made(bill, refresh=False, model=self.model, masked=self.masked_outputs)
-        report = CacheReport(
-            pricing=pricing.name,
-            stable_prefix=history.curated_index(stable),
-            edits_applied=outcome.applied,
-            edits_pending=cache.pending_edits,
-            pending_tokens=cache.pending_tokens,
-            cold=not warm,
-            **self._marks(placed),
-            refresh_at=self._refresh_at(r, pricing, prompt, free_waiting),
-        )
-        previous = self._revision(mark.revision) if mark.revision else None
-        return CompactResult(
-            history=curated,
+        return compacted(
+            history,
+            curated,
+            outcome,
+            cache,
             status=self.status(r),
-            density=outcome.density,
-            compression=outcome.compression,
-            over_limit=outcome.over,
-            revision=self._revision(revision),
-            previous=previous,
-            cache=report,
-            steps=outcome.steps,
+            pricing=pricing,
+            stable=stable,
+            warm=warm,
+            placed=placed,
+            refresh_at=self._refresh_at(r, pricing, prompt, free_waiting),
+            revision=revision_name(self.epoch, revision),
+            previous=revision_name(self.epoch, mark.revision) if mark.revision else None,
             bill=bill,
         )
-
-    def _marks(self, placed: Placed) -> dict[str, Any]:
-        """``cache.breakpoints`` and ``cache.breakpointTtls``: the placed breakpoints as
-        indices of the curated history (an empty model answer is not sent, so a breakpoint
-        after one goes on the entry before it)."""
-        history = self.history
-        marks: dict[int, bool] = {}
-        for b, long in zip(placed.breakpoints, placed.long, strict=True):
-            index = history.curated_index(b) - 1
-            if index >= 0:
-                marks[index] = marks.get(index, False) or long
-        indices = sorted(marks)
-        return {
-            "breakpoints": indices,
-            "breakpoint_ttls": ["1h" if marks[i] else "5m" for i in indices],
-        }
 
     def _refresh_at(
         self, r: Resolved, pricing: Pricing, prompt: PromptCache, free_waiting: int
@@ -975,29 +883,21 @@ class Session:
         at: int,
         read: int,
     ) -> CompactResult:
-        prompt = self._cache.prompt
-        report = CacheReport(
-            pricing=pricing.name,
-            stable_prefix=len(curated),
-            edits_applied=0,
-            edits_pending=self._cache.pending_edits,
-            pending_tokens=self._cache.pending_tokens,
-            cold=read == 0,
-            **self._marks(placed),
-            refresh_at=self._refresh_at(r, pricing, prompt, self._cache.free_pending)
+        cache = self._cache
+        prompt = cache.prompt
+        name = revision_name(self.epoch, cache.reply.revision)
+        return refreshed(
+            self.history,
+            curated,
+            cache,
+            status=self.status(r),
+            pricing=pricing,
+            placed=placed,
+            read=read,
+            refresh_at=self._refresh_at(r, pricing, prompt, cache.free_pending)
             if bill is not None
             else None,
-        )
-        revision = self._revision(self._cache.reply.revision)
-        return CompactResult(
-            history=curated,
-            status=self.status(r),
-            density=None,
-            compression=None,
-            over_limit=False,
-            revision=f"{revision}.r{prompt.ledger.refreshes}",
-            previous=None,
-            cache=report,
+            revision=f"{name}.r{prompt.ledger.refreshes}",
             bill=bill,
         )
 
@@ -1019,9 +919,6 @@ class Session:
             return "unknown"
         calls = any(isinstance(b, ToolCallBlock) for b in entry.blocks)
         return "tool" if calls else "person"
-
-    def _revision(self, n: int) -> str:
-        return f"{self.epoch}-{n}" if self.epoch else str(n)
 
     # -- all or nothing ------------------------------------------------------------------
 

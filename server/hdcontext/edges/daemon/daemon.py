@@ -28,8 +28,8 @@ from ...core.content import Block, IContent, entries_json
 from ...core.history.history import Prepared
 from ...core.history.stored import Entries
 from ...core.session.replies import Status, SyncReply
+from ...core.session.reply import CompactResult
 from ...core.session.session import (
-    CompactResult,
     RefreshTooEarly,
     Session,
     SessionSummarizer,

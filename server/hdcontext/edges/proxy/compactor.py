@@ -61,7 +61,7 @@ import orjson
 
 from ...core.content import IContent
 from ...core.history.sync import entry_digest
-from ...core.session.session import CompactResult
+from ...core.session.reply import CompactResult
 from ...core.validity import entry_turn, turn_calls, turn_problems
 from ..daemon import memory
 from ..daemon.conversation import Conversation as Resent

@@ -24,7 +24,8 @@ from aiohttp import web
 from yarl import URL
 
 from ...core.compression.types import SummarizeRequest, SummarizerError
-from ...core.session.session import CompactResult, SessionSummarizer
+from ...core.session.reply import CompactResult
+from ...core.session.session import SessionSummarizer
 from ...core.settings import Settings, resolve
 from ...core.tokens import encoding
 from ..daemon import memory
