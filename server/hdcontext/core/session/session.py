@@ -17,10 +17,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..cache.billed import UsageCheck, billed, expected_of
-from ..cache.ledger import CallBill
 from ..cache.pricing import Pricing, pricing_for
-from ..cache.prompt_cache import Call, Placed, PromptCache
-from ..cache.refresh import REFRESH_PLAIN_TOKENS, long_pays, next_refresh
+from ..cache.prompt_cache import Call, Placed
+from ..cache.refresh_call import after_last_call, refresh_at, refresh_call, waiting_on
 from ..cache.rhythm import Waiting
 from ..cache.savings import Savings
 from ..cache.schedule import Candidate, Plan, everything
@@ -775,26 +774,10 @@ class Session:
             stable=stable,
             warm=warm,
             placed=placed,
-            refresh_at=self._refresh_at(r, pricing, prompt, free_waiting),
+            refresh_at=refresh_at(r.values, pricing, prompt, history, free_waiting),
             revision=revision_name(self.epoch, revision),
             previous=revision_name(self.epoch, mark.revision) if mark.revision else None,
             bill=bill,
-        )
-
-    def _refresh_at(
-        self, r: Resolved, pricing: Pricing, prompt: PromptCache, free_waiting: int
-    ) -> int | None:
-        """With ``cache.refresh``: when a refresh call pays, if no model call comes first."""
-        if not r.values.cache_refresh or not prompt.held:
-            return None
-        return next_refresh(
-            ledger=prompt.ledger,
-            pricing=pricing,
-            held=prompt.held,
-            tokens_between=self.history.tokens_between,
-            free_waiting=free_waiting,
-            idle_limit=r.values.cache_refresh_idle_seconds * 1000,
-            can_lengthen=r.values.cache_ttl == "auto",
         )
 
     # -- a refresh call ------------------------------------------------------------------
@@ -810,115 +793,48 @@ class Session:
         When it does not pay, the history is empty and ``refreshAt`` null: nothing to send.
         ``RefreshTooEarly`` when ``at`` comes before the session's last call."""
         at = self._clock() if at is None else at
-        prompt = self._cache.prompt
-        ledger = prompt.ledger
-        last = max(ledger.touched_at or 0, ledger.last_at or 0)
-        if at < last:
-            raise RefreshTooEarly(at, last)
+        after_last_call(self._cache.prompt.ledger, at)
         r = self.resolved()
         pricing = pricing_for(r.values, self.model)
         history = self.history
-        whole = self._call(r, pricing, at)
-        live = prompt.live(whole)
-        free = self._cache.free_pending
-        waiting = self._waiting()
-        pays = live and next_refresh(
-            ledger=ledger,
-            pricing=pricing,
-            held=live,
-            tokens_between=history.tokens_between,
-            free_waiting=free,
-            idle_limit=r.values.cache_refresh_idle_seconds * 1000,
-            can_lengthen=r.values.cache_ttl == "auto",
-            waiting=waiting,
-            at=at,
-        )
-        if not pays:
-            return self._refresh_reply(r, pricing, Entries(()), Placed((), ()), None, at, 0)
-        held_end = max(q for q, _, _ in live)
-        end = max(_request_end(history.raw, whole.length), _request_end(history.raw, held_end))
-        call = replace(whole, length=end, unchanged=min(whole.unchanged, end))
-        placed = prompt.refresh_placed(call)
-        read = prompt.reading(call, placed.breakpoints)
-        written = history.tokens_between(read, end)
-        budget = ledger.budget(lifetimes=True) - pricing.read * history.tokens_between(0, read)
-        if written * pricing.write > budget:  # what came since waits for the next call
-            end = _request_end(history.raw, held_end)
-            call = replace(whole, length=end, unchanged=min(whole.unchanged, end))
-            placed = prompt.refresh_placed(call)
-            written = 0
-        if (
-            r.values.cache_ttl == "auto"
-            and placed.breakpoints
-            and not placed.long[-1]
-            and written * pricing.write_price(True) <= budget
-            and long_pays(
-                ledger=ledger,
-                pricing=pricing,
-                due=at,
-                written=written,
-                prefix_tokens=history.tokens_between(0, end),
-                waiting=waiting,
-            )
-        ):
-            placed = Placed(placed.breakpoints, (True,) * len(placed.breakpoints))
-        after, bill = prompt.refreshed(call, placed, REFRESH_PLAIN_TOKENS)
-        mark = self._cache.reply
-        if end > max(mark.raw_len, mark.held_len):
-            mark = replace(mark, held_len=end)
         before = self._cache
-        self._cache = replace(before, prompt=after, reply=mark, expected=expected_of(bill))
-        self._sent = _Sent(self._cache, before, None)
-        self._calls.made(bill, refresh=True, model=self.model, masked=self.masked_outputs)
-        curated = history.curated()[: history.curated_index(end)]
-        return self._refresh_reply(r, pricing, curated, placed, bill, at, read)
-
-    def _refresh_reply(
-        self,
-        r: Resolved,
-        pricing: Pricing,
-        curated: Entries,
-        placed: Placed,
-        bill: CallBill | None,
-        at: int,
-        read: int,
-    ) -> CompactResult:
+        waiting = waiting_on(history, before.reply.raw_len, self._told_waiting)
+        whole = self._call(r, pricing, at)
+        made = refresh_call(before.prompt, whole, history, r.values, waiting, before.free_pending)
+        curated, placed, read = Entries(()), Placed((), ()), 0
+        if made is not None:
+            end = made.call.length
+            mark = before.reply
+            if end > max(mark.raw_len, mark.held_len):
+                mark = replace(mark, held_len=end)
+            self._cache = replace(
+                before, prompt=made.prompt, reply=mark, expected=expected_of(made.bill)
+            )
+            self._sent = _Sent(self._cache, before, None)
+            self._calls.made(made.bill, refresh=True, model=self.model, masked=self.masked_outputs)
+            curated = history.curated()[: history.curated_index(end)]
+            placed, read = made.placed, made.read
         cache = self._cache
-        prompt = cache.prompt
         name = revision_name(self.epoch, cache.reply.revision)
         return refreshed(
-            self.history,
+            history,
             curated,
             cache,
             status=self.status(r),
             pricing=pricing,
             placed=placed,
             read=read,
-            refresh_at=self._refresh_at(r, pricing, prompt, cache.free_pending)
-            if bill is not None
-            else None,
-            revision=f"{name}.r{prompt.ledger.refreshes}",
-            bill=bill,
+            refresh_at=None
+            if made is None
+            else refresh_at(r.values, pricing, cache.prompt, history, cache.free_pending),
+            revision=f"{name}.r{cache.prompt.ledger.refreshes}",
+            bill=None if made is None else made.bill,
         )
 
     def note_waiting(self, waiting: Waiting) -> None:
         """The last call's answer, as a client that does not append it saw it end: calling
         a tool (``tool``) or answering (``person``). A refresh decision uses it."""
         self._told_waiting = waiting
-
-    def _waiting(self) -> Waiting:
-        """What the idle session waits on, from what the client appended since the last call:
-        the model's answer calling a tool (``tool``), or answering (``person``); else what the
-        client said of it (``note_waiting``)."""
-        history = self.history
-        since = self._cache.reply.raw_len
-        if len(history.raw) <= since:
-            return self._told_waiting
-        entry = history.raw[-1]
-        if entry.speaker != "ai":
-            return "unknown"
-        calls = any(isinstance(b, ToolCallBlock) for b in entry.blocks)
-        return "tool" if calls else "person"
 
     # -- all or nothing ------------------------------------------------------------------
 
@@ -977,30 +893,6 @@ class Session:
         self._cache = state.cache
         self._lineage.runs = state.lineage
         self.history.mark_stable(state.cache.reply.changed_from)
-
-
-class RefreshTooEarly(ValueError):
-    """``history/refresh`` at a time before the session's last call."""
-
-    def __init__(self, at: int, last: int) -> None:
-        super().__init__(f"at: {at} is before the session's last call ({last})")
-
-
-def _request_end(entries: Sequence[IContent], length: int) -> int:
-    """The longest prefix of ``entries[:length]`` that a request may end with, a line of
-    user text to follow: none of its tool calls left without a result."""
-    open_calls: set[str] = set()
-    end = 0
-    for i in range(length):
-        entry = entries[i]
-        for block in entry.blocks:
-            if isinstance(block, ToolCallBlock):
-                open_calls.add(block.id)
-            elif isinstance(block, ToolResponseBlock):
-                open_calls.discard(block.call_id)
-        if not open_calls:
-            end = i + 1
-    return end
 
 
 def _unchanged(mark: ReplyMark, changed_from: int | None) -> int:

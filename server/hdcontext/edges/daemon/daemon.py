@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from ...core.cache.billed import UsageCheck
+from ...core.cache.refresh_call import RefreshTooEarly
 from ...core.cache.rhythm import Waiting, waiting_after
 from ...core.compression.types import CompressionError, SummarizerError
 from ...core.content import Block, IContent, entries_json
@@ -29,12 +30,7 @@ from ...core.history.history import Prepared
 from ...core.history.stored import Entries
 from ...core.session.replies import Status, SyncReply
 from ...core.session.reply import CompactResult
-from ...core.session.session import (
-    RefreshTooEarly,
-    Session,
-    SessionSummarizer,
-    SyncOutcome,
-)
+from ...core.session.session import Session, SessionSummarizer, SyncOutcome
 from ...core.settings import FIELDS, SettingError, resolve
 from ..storage.store import Store, StoreError
 from . import memory
