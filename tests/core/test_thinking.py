@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hdcontext.core.cache.holds import held
 from hdcontext.core.cache.schedule import Candidate
 from hdcontext.core.compression.types import SummarizeRequest
 from hdcontext.core.content import (
@@ -226,7 +227,7 @@ def test_the_session_holds_the_edits_waits_names(
             binds_thinking(s.model),
         )
     }
-    assert s._held(listed) == expected
+    assert held(listed, s.history, binds_thinking(s.model)) == expected
 
 
 def test_unbound_takes_the_thinking_from_a_place_on_and_nothing_else() -> None:

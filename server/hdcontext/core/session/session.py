@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..cache.billed import UsageCheck, billed, expected_of
+from ..cache.holds import holding
 from ..cache.pricing import Pricing, pricing_for
 from ..cache.prompt_cache import Call, Placed
 from ..cache.refresh_call import after_last_call, refresh_at, refresh_call, waiting_on
@@ -521,43 +522,15 @@ class Session:
                     for c in self._savings.candidates(edits, self.history, self._entry)
                     if c.saving > 0 or c.edit.informs
                 ]
-            held = self._held(listed)
-            ready = [c for c in listed if id(c) not in held] if held else listed
+            return holding(listed, self.history, binds_thinking(self.model), choose)
+
+        def choose(ready: Sequence[Candidate]) -> Plan:
+            """Of the candidates ``holds.py`` does not hold."""
             if r.values.schedule == "every-turn":
-                chosen = everything(ready)
-            else:
-                chosen = self._cache.prompt.choose(call, ready, all_now)
-            if not held:
-                return chosen
-            return Plan(chosen.apply, chosen.wait + tuple(c for c in listed if id(c) in held))
+                return everything(ready)
+            return self._cache.prompt.choose(call, ready, all_now)
 
         return schedule
-
-    def _held(self, candidates: Sequence[Candidate]) -> set[int]:
-        """The candidates (by ``id``) that wait while the model's latest message goes on
-        calling tools: those that touch it, and, when its thinking is bound to what comes
-        before it, those that start before it (``history/thinking.py``)."""
-        history = self.history
-        turn = latest_turn(history.raw_json)
-        if turn is None or not turn.calls:
-            return set()
-        bound = binds_thinking(self.model)
-        # ``thinking.waits`` read through the view's keys, which increase with its indices: an edit
-        # touches the turn when it holds a key from the turn's first to its last, and starts
-        # before it when it holds a key below the first. Only such keys are looked up.
-        keys = history.keys
-        first, last = keys[turn.start], keys[turn.stop - 1]
-        before = bound and turn.thinks
-        position = history.position
-        held: set[int] = set()
-        if not before:  # only an edit with a key at or past the turn's first may touch it
-            candidates = [c for c in candidates if c.edit.last_key >= first]
-        for c in candidates:
-            for k in c.edit.keys:
-                if (first <= k <= last or (before and k < first)) and position(k) is not None:
-                    held.add(id(c))
-                    break
-        return held
 
     async def _compress(self, strategy: CompressionStrategy, r: Resolved) -> CompressionReport:
         before = self.history.total_tokens
