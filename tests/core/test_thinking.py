@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from hdcontext.core.cache.holds import held
 from hdcontext.core.cache.schedule import Candidate
+from hdcontext.core.compression.compressor import SessionSummarizer
 from hdcontext.core.compression.types import SummarizeRequest
 from hdcontext.core.content import (
     Block,
@@ -45,7 +46,7 @@ from hdcontext.core.history.thinking import (
 )
 from hdcontext.core.prices import PRICES, binds_thinking, lookup
 from hdcontext.core.session.reply import CompactResult
-from hdcontext.core.session.session import Session, SessionSummarizer
+from hdcontext.core.session.session import Session
 from hdcontext.core.settings import Settings
 from hdcontext.core.validity import problems
 from hdcontext.formats.importers.claude_code import from_jsonl

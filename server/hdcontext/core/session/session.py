@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..cache.billed import UsageCheck, billed, expected_of
@@ -24,17 +24,10 @@ from ..cache.refresh_call import after_last_call, refresh_at, refresh_call, wait
 from ..cache.rhythm import Waiting
 from ..cache.savings import Savings
 from ..cache.schedule import Candidate, Plan, everything
+from ..compression.compressor import Compressor, SessionSummarizer, TranscriptExporter
 from ..compression.factory import get_strategy
-from ..compression.high_density import HighDensityStrategy
-from ..compression.incremental import Summaries
 from ..compression.prompts import COMPRESSION_PROMPT
-from ..compression.types import (
-    CompressionContext,
-    CompressionStrategy,
-    SummarizeRequest,
-    can_optimize,
-    target_tokens,
-)
+from ..compression.types import CompressionStrategy, can_optimize
 from ..content import (
     IContent,
     Metadata,
@@ -48,11 +41,11 @@ from ..density.masking import masked_weight
 from ..density.types import DensityConfig, DensityResult, FileWrite
 from ..history.history import History, HistorySnapshot, Prepared
 from ..history.retrieve import find_call
-from ..history.stored import Blob, Entries
+from ..history.stored import Entries
 from ..history.sync import Lineage
-from ..history.thinking import Turn, compression_waits, first_change, keeps, latest_turn, unbound
+from ..history.thinking import unbound
 from ..prices import binds_thinking
-from ..settings import Resolved, Settings, resolve, validate
+from ..settings import Resolved, resolve, validate
 from ..stats.calls import BilledUsage, CallEvent, CallRefused, Retrieved, UsageReported
 from ..stats.log import CallLog
 from ..tools.todos import Todo, latest_todo_write
@@ -70,14 +63,6 @@ from .state import CacheState, ReplyMark, SessionState
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-SessionSummarizer = Callable[[SummarizeRequest, Settings], Awaitable[str]]
-"""Writes a summary for an LLM strategy, with the session's settings of the moment (which
-say which provider to ask)."""
-
-TranscriptExporter = Callable[[Sequence[Blob]], Awaitable[str | None]]
-"""Writes the whole transcript (each entry's stored JSON) where the agent can read it; its path."""
 
 
 @dataclass(frozen=True)
@@ -137,10 +122,7 @@ class Session:
         self.dirty = False
         self._settings = settings
         self._workspace_root = workspace_root
-        self._summarizer = summarizer
-        self._summaries = Summaries()
-        self._prompt = prompt
-        self._export_transcript = export_transcript
+        self._compressor = Compressor(summarizer, prompt, export_transcript)
         self._clock = clock
         self._retrieve_tool = retrieve_tool
         self._writes: dict[str, int] = {}
@@ -534,88 +516,20 @@ class Session:
 
     async def _compress(self, strategy: CompressionStrategy, r: Resolved) -> CompressionReport:
         before = self.history.total_tokens
-        turn = latest_turn(self.history.raw_json)
         bound = binds_thinking(self.model)
-        if compression_waits(turn, bound):  # thinking.py, rule 1: it waits for the turn's end
-            return CompressionReport(
-                strategy=strategy.name,
-                tokens_before=before,
-                tokens_after=before,
-                transcript_path=None,
-            )
-        if isinstance(strategy, HighDensityStrategy):
-            self._cut_old_output(r, turn, bound)
-            return self._compressed(strategy.name, before, None)
-        llm = strategy.requires_llm
-        transcript_path: str | None = None
-        if llm and self._export_transcript is not None:
-            transcript_path = await self._export_transcript(self.history.transcript_json)
-        current = list(self.history.raw)  # parsed once, for the strategy to read
-        summarizer = self._summarizer
-        values = r.values
-
-        async def summarize(request: SummarizeRequest) -> str:
-            assert summarizer is not None
-            return await summarizer(request, values)
-
-        context = CompressionContext(
-            history=current,
-            tokens=self.history.tokens,
-            context_limit=values.context_limit,
-            threshold=r.threshold,
-            preserve_threshold=values.preserve_threshold,
-            top_preserve_threshold=values.top_preserve_threshold,
-            prompt=self._prompt if llm else "",
-            active_todos=self.active_todos() if llm else (),
-            transcript_path=transcript_path,
-            summarizer=summarize if summarizer is not None else None,
+        changed, transcript_path = await self._compressor.compress(
+            strategy, r, self.history, bound, self.active_todos
         )
-        result = await strategy.compress(context)
-        new = list(result.new_history)
-        if new != current and keeps(turn, current, new):
-            self.history.replace_all(new, parsed=current)
-            changed = first_change(current, new) if bound else None
-            if changed is not None:  # the turns kept after what changed lose their thinking
-                stripped = unbound(self.history.raw_json, changed)
-                if stripped:
-                    self.history.apply_density_result(DensityResult((), stripped))
+        if changed:
             self.version += 1
-        return self._compressed(strategy.name, before, transcript_path)
-
-    def _compressed(
-        self, strategy: str, before: int, transcript_path: str | None
-    ) -> CompressionReport:
         after = self.history.total_tokens
         self.saved_tokens += before - after
         return CompressionReport(
-            strategy=strategy,
+            strategy=strategy.name,
             tokens_before=before,
             tokens_after=after,
             transcript_path=transcript_path,
         )
-
-    def _cut_old_output(self, r: Resolved, turn: Turn | None, bound: bool) -> None:
-        """The high-density strategy's ``compress`` as the history stores it: what it
-        does to ``list(raw)``, reading only the entries changed since its last run
-        (``compression/incremental.py``); a turn still calling tools keeps its entries."""
-        history = self.history
-        values = r.values
-        changes, stop = self._summaries.run(
-            history.raw_json,
-            history.tokens,
-            target_tokens(r.threshold, values.context_limit),
-            values.preserve_threshold,
-        )
-        if not changes or (turn is not None and turn.calls and turn.touched_by(changes)):
-            self._summaries.settle(history.raw_json, min(changes, default=stop))
-            return
-        if bound:  # the turns kept after what changed lose their thinking
-            changes = unbound(history.raw_json, min(changes), (), changes)
-        # Rewritten in place, as a density edit's replacement: each entry keeps its key, and
-        # the density engine and the store take in only these.
-        history.apply_density_result(DensityResult((), changes))
-        self._summaries.settle(history.raw_json, stop)
-        self.version += 1
 
     async def compact(self, pending_tokens: int = 0, at: int | None = None) -> CompactResult:
         """``history/compact``: optimize, then compress near the limit (REQ-HD-002), for a

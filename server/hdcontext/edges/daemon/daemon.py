@@ -24,13 +24,14 @@ from typing import Any, Protocol, TypeVar
 from ...core.cache.billed import UsageCheck
 from ...core.cache.refresh_call import RefreshTooEarly
 from ...core.cache.rhythm import Waiting, waiting_after
+from ...core.compression.compressor import SessionSummarizer
 from ...core.compression.types import CompressionError, SummarizerError
 from ...core.content import Block, IContent, entries_json
 from ...core.history.history import Prepared
 from ...core.history.stored import Entries
 from ...core.session.replies import Status, SyncReply
 from ...core.session.reply import CompactResult
-from ...core.session.session import Session, SessionSummarizer, SyncOutcome
+from ...core.session.session import Session, SyncOutcome
 from ...core.settings import FIELDS, SettingError, resolve
 from ..storage.store import Store, StoreError
 from . import memory
