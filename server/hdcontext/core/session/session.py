@@ -12,7 +12,6 @@ functions the edge hands in).
 from __future__ import annotations
 
 import time
-from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -21,6 +20,7 @@ from ..cache.holds import holding
 from ..cache.pricing import Pricing, pricing_for
 from ..cache.prompt_cache import Call, Placed
 from ..cache.refresh_call import after_last_call, refresh_at, refresh_call, waiting_on
+from ..cache.request import anchored, request
 from ..cache.rhythm import Waiting
 from ..cache.savings import Savings
 from ..cache.schedule import Candidate, Plan, everything
@@ -28,13 +28,7 @@ from ..compression.compressor import Compressor, SessionSummarizer, TranscriptEx
 from ..compression.factory import get_strategy
 from ..compression.prompts import COMPRESSION_PROMPT
 from ..compression.types import CompressionStrategy, can_optimize
-from ..content import (
-    IContent,
-    Metadata,
-    ThinkingBlock,
-    ToolCallBlock,
-    ToolResponseBlock,
-)
+from ..content import IContent, Metadata, ToolCallBlock, ToolResponseBlock
 from ..density.edits import Edit, result_of
 from ..density.engine import DensityEngine
 from ..density.masking import masked_weight
@@ -465,29 +459,8 @@ class Session:
 
     def _call(self, r: Resolved, pricing: Pricing, at: int) -> Call:
         """This model call's request as the prompt cache sees it, the history as it is now."""
-        history = self.history
-        length = len(history.raw_json)
-        unchanged = min(_unchanged(self._cache.reply, history.changed_from), length)
-
-        def carries(p: int) -> bool:
-            index = history.shown_before(p)
-            if index is None:
-                return False
-            entry = history.raw[index]
-            if entry.speaker == "ai" and not pricing.assistant_breakpoints:
-                return False
-            return bool(entry.blocks) and not isinstance(entry.blocks[-1], ThinkingBlock)
-
-        return Call(
-            view=history,
-            length=length,
-            unchanged=unchanged,
-            at=at,
-            pricing=pricing,
-            slots=r.values.cache_max_breakpoints,
-            carries=carries,
-            lifetimes=r.values.cache_ttl,
-        )
+        mark = self._cache.reply
+        return request(self.history, max(mark.raw_len, mark.held_len), pricing, r.values, at)
 
     def _scheduler(self, r: Resolved, call: Call, all_now: bool) -> Callable[[list[Edit]], Plan]:
         """How this compaction picks edits: all of them (the seeds' schedule), or as the
@@ -610,24 +583,7 @@ class Session:
         cache = self._cache
         mark = cache.reply
         call = self._call(r, pricing, at)
-        # Where each waiting edit's first entry is: where its candidate says when that still
-        # holds its first key (the history changed nothing before it since), else looked up.
-        keys, unchanged, n = history.keys, call.unchanged, len(history.keys)
-        starts: list[int] = []
-        free_waiting = 0
-        for c in outcome.waiting:
-            if c.edit.free_only:  # it waits for a cold cache: no anchor pays for it
-                free_waiting += c.saving
-                continue
-            k, p = c.edit.first_key, c.start
-            if p >= n or keys[p] != k:
-                p = bisect_left(keys, k)
-                if p >= n or keys[p] != k:
-                    continue
-            if p < unchanged:
-                starts.append(p)
-        breakpoints = cache.prompt.place(call, starts)
-        placed = cache.prompt.lifetimes(call, breakpoints, free_waiting)
+        placed, free_waiting = anchored(cache.prompt, call, history, outcome.waiting)
         prompt, bill = cache.prompt.called(
             call,
             placed,
@@ -647,7 +603,7 @@ class Session:
             free_pending=free_waiting,
             expected=expected_of(bill),
         )
-        self._sent = _Sent(self._cache, cache, unchanged)
+        self._sent = _Sent(self._cache, cache, call.unchanged)
         history.mark_stable()
         self._told_waiting = "unknown"  # a new call: what ended the last one is past
         self._calls.made(bill, refresh=False, model=self.model, masked=self.masked_outputs)
@@ -780,13 +736,6 @@ class Session:
         self._cache = state.cache
         self._lineage.runs = state.lineage
         self.history.mark_stable(state.cache.reply.changed_from)
-
-
-def _unchanged(mark: ReplyMark, changed_from: int | None) -> int:
-    """How many entries at the head of the working view are as the provider last saw them
-    (the previous reply, or a refresh call's longer request since)."""
-    sent = max(mark.raw_len, mark.held_len)
-    return sent if changed_from is None else min(sent, changed_from)
 
 
 def _merge_density(first: DensityReport | None, second: DensityReport) -> DensityReport:
