@@ -14,10 +14,13 @@ from typing import Any
 from ..cache.ledger import CallBill
 from ..cache.pricing import Pricing
 from ..cache.prompt_cache import Placed
+from ..cache.refresh_call import RefreshCall, refresh_at
 from ..cache.schedule import Candidate
 from ..content import dump_entries
 from ..history.history import History
 from ..history.stored import Entries
+from ..settings import Settings
+from .calls import Told
 from .replies import (
     CacheReport,
     CompactSummary,
@@ -101,62 +104,58 @@ def revision_name(epoch: str, n: int) -> str:
 
 def compacted(
     view: History,
-    curated: Entries,
+    told: Told,
     outcome: Outcome,
     cache: CacheState,
     *,
     status: Status,
     pricing: Pricing,
-    stable: int,
     warm: bool,
-    placed: Placed,
-    refresh_at: int | None,
-    revision: str,
-    previous: str | None,
-    bill: CallBill,
+    epoch: str,
 ) -> CompactResult:
-    """A compaction's reply (or a call passed as it came): ``curated``, the working view's
-    curated history, of which the first ``stable`` working-view entries are as the client
-    holds them; ``cache``, the session's cache state (its edits still waiting)."""
+    """A compaction's reply (or a call passed as it came), the prompt cache ``told`` of its
+    call; ``cache``, the session's cache state (its edits still waiting)."""
     report = CacheReport(
         pricing=pricing.name,
-        stable_prefix=view.curated_index(stable),
+        stable_prefix=view.curated_index(told.stable),
         edits_applied=outcome.applied,
         edits_pending=cache.pending_edits,
         pending_tokens=cache.pending_tokens,
         cold=not warm,
-        **marks(view, placed),
-        refresh_at=refresh_at,
+        **marks(view, told.placed),
+        refresh_at=told.refresh_at,
     )
     return CompactResult(
-        history=curated,
+        history=told.curated,
         status=status,
         density=outcome.density,
         compression=outcome.compression,
         over_limit=outcome.over,
-        revision=revision,
-        previous=previous,
+        revision=revision_name(epoch, told.revision),
+        previous=revision_name(epoch, told.previous) if told.previous else None,
         cache=report,
         steps=outcome.steps,
-        bill=bill,
+        bill=told.bill,
     )
 
 
 def refreshed(
     view: History,
-    curated: Entries,
+    made: RefreshCall | None,
     cache: CacheState,
     *,
     status: Status,
+    values: Settings,
     pricing: Pricing,
-    placed: Placed,
-    read: int,
-    refresh_at: int | None,
-    revision: str,
-    bill: CallBill | None,
+    epoch: str,
 ) -> CompactResult:
-    """A refresh call's reply: ``curated``, what it sends (nothing when none pays), ``read``
-    where the provider's read of it stops; no edit, no compression."""
+    """A refresh call's reply: what it sends (nothing when none pays, ``made`` ``None``); no
+    edit, no compression. ``cache``: the session's cache state after it."""
+    curated, placed, read, bill, at = Entries(()), Placed((), ()), 0, None, None
+    if made is not None:
+        curated = view.curated()[: view.curated_index(made.call.length)]
+        placed, read, bill = made.placed, made.read, made.bill
+        at = refresh_at(values, pricing, cache.prompt, view, cache.free_pending)
     report = CacheReport(
         pricing=pricing.name,
         stable_prefix=len(curated),
@@ -165,15 +164,16 @@ def refreshed(
         pending_tokens=cache.pending_tokens,
         cold=read == 0,
         **marks(view, placed),
-        refresh_at=refresh_at,
+        refresh_at=at,
     )
+    name = revision_name(epoch, cache.reply.revision)
     return CompactResult(
         history=curated,
         status=status,
         density=None,
         compression=None,
         over_limit=False,
-        revision=revision,
+        revision=f"{name}.r{cache.prompt.ledger.refreshes}",
         previous=None,
         cache=report,
         bill=bill,

@@ -15,12 +15,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from ..cache.billed import UsageCheck, billed, expected_of
+from ..cache.billed import UsageCheck
 from ..cache.holds import holding
 from ..cache.pricing import Pricing, pricing_for
-from ..cache.prompt_cache import Call, Placed
-from ..cache.refresh_call import after_last_call, refresh_at, refresh_call, waiting_on
-from ..cache.request import anchored, request
+from ..cache.prompt_cache import Call
 from ..cache.rhythm import Waiting
 from ..cache.savings import Savings
 from ..cache.schedule import Candidate, Plan, everything
@@ -35,14 +33,13 @@ from ..density.masking import masked_weight
 from ..density.types import DensityConfig, DensityResult, FileWrite
 from ..history.history import History, HistorySnapshot, Prepared
 from ..history.retrieve import find_call
-from ..history.stored import Entries
 from ..history.sync import Lineage
 from ..history.thinking import unbound
 from ..prices import binds_thinking
 from ..settings import Resolved, resolve, validate
-from ..stats.calls import BilledUsage, CallEvent, CallRefused, Retrieved, UsageReported
-from ..stats.log import CallLog
+from ..stats.calls import CallEvent
 from ..tools.todos import Todo, latest_todo_write
+from .calls import Calls
 from .replies import (
     CompressionReport,
     DensityCounts,
@@ -51,8 +48,8 @@ from .replies import (
     SettingsReply,
     Status,
 )
-from .reply import CompactResult, Outcome, Step, compacted, refreshed, revision_name
-from .state import CacheState, ReplyMark, SessionState
+from .reply import CompactResult, Outcome, Step, compacted, refreshed
+from .state import SessionState
 
 
 def now_ms() -> int:
@@ -73,18 +70,6 @@ class SessionSnapshot:
     state: SessionState
     calls: int = 0
     """How many call events were waiting to be saved (``take_calls``)."""
-
-
-@dataclass(frozen=True)
-class _Sent:
-    """A call the prompt cache was told of (``Session._sent``)."""
-
-    after: CacheState
-    """The cache state the call left: the call can be taken back while it is still this."""
-    before: CacheState
-    unchanged: int | None
-    """A model call's head of the view as the provider had last seen it (``Call.unchanged``);
-    ``None``: a refresh call, which changes no entry."""
 
 
 class Session:
@@ -125,17 +110,9 @@ class Session:
         # What the density rules learnt about the history, kept between turns so that a turn
         # costs what it adds (it catches up through the history's journal).
         self._density = DensityEngine()
-        self._cache = CacheState()
-        self._told_waiting: Waiting = "unknown"
-        """What the client said the last call's answer waits on, when it appends no answer
-        (the proxy: the answer's stop reason). Not stored: a restart forgets it."""
+        self._calls = Calls(clock)  # what the calls left, the cache state among it
         self._savings = Savings()  # what each waiting edit saves, counted once
         self._lineage = Lineage()  # the conversation as history/sync last saw it
-        self._calls = CallLog()  # noted since the edge last saved them
-        self._sent: _Sent | None = None
-        """The last call the prompt cache was told of, until its usage comes: what to take
-        back if it never reached the model (``call_refused``). Not stored: a call refused
-        after a restart is not taken back (the next usage corrects the cache's model)."""
 
     # -- settings ------------------------------------------------------------------------
 
@@ -158,6 +135,7 @@ class Session:
 
     def status(self, resolved: Resolved | None = None) -> Status:
         r = resolved or self.resolved()
+        cache = self._calls.state
         return Status(
             session_id=self.session_id,
             version=self.version,
@@ -167,12 +145,12 @@ class Session:
             threshold=r.threshold,
             strategy=r.values.strategy,
             saved_tokens=self.saved_tokens,
-            pending_tokens=self._cache.pending_tokens,
-            usage=self._cache.usage,
+            pending_tokens=cache.pending_tokens,
+            usage=cache.usage,
             masked_outputs=self.masked_outputs,
             masked_tokens=self.masked_tokens,
-            predicted=self._cache.predicted,
-            mispredicted=self._cache.mispredicted,
+            predicted=cache.predicted,
+            mispredicted=cache.mispredicted,
             priced_as=self._priced_as(r),
         )
 
@@ -251,42 +229,17 @@ class Session:
         at: int | None = None,
         write_1h_tokens: int | None = None,
     ) -> UsageCheck | None:
-        """``history/usage``: add a call's bill to the totals, and hold it against what the
-        daemon expected of that call (``UsageCheck``, when it expected anything). A call that
-        neither read nor wrote the cache says the provider is not caching this conversation:
-        the schedule then treats the cache as cold (nothing cached can be lost).
-
-        The bill is noted for ``hdcontext stats`` too (``take_calls``), as the usage of the
-        call just made when that call waits for it; ``write_1h_tokens`` is the part of the
-        cache writes made for an hour, when the client knows it (the proxy does)."""
-        cache = self._cache
-        read = cache_read_tokens or 0
-        write = cache_write_tokens or 0
-        output = output_tokens or 0
-        self._calls.note(
-            UsageReported(
-                at=self._clock() if at is None else at,
-                model=self.model,
-                attached=cache.expected is not None,
-                billed=BilledUsage(input_tokens, read, write, write_1h_tokens, output),
-            )
+        """``history/usage``: a call's bill (``Calls.billed``), noted for ``hdcontext stats``
+        too (``take_calls``)."""
+        check = self._calls.billed(
+            input_tokens,
+            cache_read_tokens or 0,
+            cache_write_tokens or 0,
+            output_tokens or 0,
+            write_1h=write_1h_tokens,
+            model=self.model,
+            at=at,
         )
-        prompt, check = billed(cache.prompt, cache.expected, input_tokens, read, write)
-        predicted, missed = cache.predicted, cache.mispredicted
-        if check is not None:
-            predicted = predicted.plus(
-                check.expected_tokens, check.expected_read, check.expected_write
-            )
-            missed += check.off
-        self._cache = replace(
-            cache,
-            usage=cache.usage.plus(input_tokens, read, write, output),
-            prompt=prompt,
-            expected=None,
-            predicted=predicted,
-            mispredicted=missed,
-        )
-        self._sent = None  # it reached the model: nothing to take back
         self.version += 1
         return check
 
@@ -298,29 +251,10 @@ class Session:
         return self.history.pack_left()
 
     def call_refused(self, at: int | None = None) -> bool:
-        """The last call never reached the model: the provider answered it with an error
-        (an overload, a rate limit, a refusal), or could not be reached. Nothing of it was
-        billed and nothing cached, so what the daemon noted of it is taken back: the prompt
-        cache is as it was before it (what the provider holds, the ledger, the rhythm), no
-        usage is expected, its ``calls`` row goes (``CallRefused``), and the head of the view
-        the provider last saw is where it was. The history stays as the call left it: the
-        client holds it so and sends it again (an agent retries), and that retry is weighed
-        against what the provider really holds, not against a call it never saw.
-
-        False, and nothing changes, when there is nothing to take back: its usage came, or
-        another call was made since."""
-        sent = self._sent
-        if sent is None or self._cache is not sent.after:
+        """The last call never reached the model: what the daemon noted of it is taken back
+        (``Calls.refused``). False, and nothing changes, when there is nothing to take back."""
+        if not self._calls.refused(self.history, at):
             return False
-        self._sent = None
-        cache = self._cache
-        # A model call's reply is what the client holds now (it sends it again); a refresh
-        # call's request was the provider's alone.
-        reply = cache.reply if sent.unchanged is not None else sent.before.reply
-        self._cache = replace(cache, prompt=sent.before.prompt, reply=reply, expected=None)
-        if sent.unchanged is not None:
-            self.history.mark_changed(sent.unchanged)
-        self._calls.note(CallRefused(self._clock() if at is None else at))
         self.version += 1
         return True
 
@@ -334,7 +268,7 @@ class Session:
     def note_retrieved(self, at: int | None = None) -> None:
         """Something density took out was fetched back (``history/retrieve``): how often
         that happens says whether masking takes what the model still needs."""
-        self._calls.note(Retrieved(self._clock() if at is None else at))
+        self._calls.retrieved(at)
 
     # -- what the edge keeps of each call -------------------------------------------------
 
@@ -342,7 +276,7 @@ class Session:
         """The call events noted since the last time (``stats/calls.py``), for the edge to save
         with the session; they are forgotten here. A rolled-back change takes its own back
         (``restore``)."""
-        return self._calls.take()
+        return self._calls.log.take()
 
     def note_write(self, path: str, when: int | None = None) -> None:
         """A file written outside the history (disk, didSave). ``path`` is already resolved."""
@@ -389,7 +323,7 @@ class Session:
         self.history.clear()
         self.version += 1
         self.dirty = False
-        self._cache = replace(self._cache, density_saved=0, pending_tokens=0, pending_edits=0)
+        self._calls.cleared()
 
     # -- compaction ----------------------------------------------------------------------
 
@@ -436,12 +370,7 @@ class Session:
         self.saved_tokens += before - after
         self.masked_outputs += masked
         self.masked_tokens += masked_tokens
-        self._cache = replace(
-            self._cache,
-            density_saved=self._cache.density_saved + before - after,
-            pending_tokens=chosen.waiting_tokens,
-            pending_edits=len(chosen.wait),
-        )
+        self._calls.planned(before - after, chosen.waiting_tokens, len(chosen.wait))
         report = DensityReport(
             removals=len(result.removals),
             replacements=len(result.replacements),
@@ -459,8 +388,7 @@ class Session:
 
     def _call(self, r: Resolved, pricing: Pricing, at: int) -> Call:
         """This model call's request as the prompt cache sees it, the history as it is now."""
-        mark = self._cache.reply
-        return request(self.history, max(mark.raw_len, mark.held_len), pricing, r.values, at)
+        return self._calls.request(self.history, pricing, r.values, at)
 
     def _scheduler(self, r: Resolved, call: Call, all_now: bool) -> Callable[[list[Edit]], Plan]:
         """How this compaction picks edits: all of them (the seeds' schedule), or as the
@@ -483,7 +411,7 @@ class Session:
             """Of the candidates ``holds.py`` does not hold."""
             if r.values.schedule == "every-turn":
                 return everything(ready)
-            return self._cache.prompt.choose(call, ready, all_now)
+            return self._calls.state.prompt.choose(call, ready, all_now)
 
         return schedule
 
@@ -522,12 +450,12 @@ class Session:
         pricing = pricing_for(r.values, self.model)
         history = self.history
         call = self._call(r, pricing, at)
-        warm = self._cache.prompt.warm(call)
+        warm = self._calls.state.prompt.warm(call)
         steps: list[Step] = []
         density: DensityReport | None = None
         compression: CompressionReport | None = None
         optimizes = strategy.trigger.mode == "continuous" and can_optimize(strategy)
-        edits_waiting = self._cache.pending_edits > 0
+        edits_waiting = self._calls.state.pending_edits > 0
         applied: list[Candidate] = []
         waiting: tuple[Candidate, ...] = ()
 
@@ -569,7 +497,7 @@ class Session:
         at = self._clock() if at is None else at
         r = self.resolved()
         pricing = pricing_for(r.values, self.model)
-        warm = self._cache.prompt.warm(self._call(r, pricing, at))
+        warm = self._calls.state.prompt.warm(self._call(r, pricing, at))
         over = self.history.total_tokens > r.values.context_limit
         return self._reply(at, r, pricing, warm, Outcome(0, (), None, None, over, ()))
 
@@ -579,48 +507,20 @@ class Session:
         """The compaction's answer: the history, where its breakpoints go (anchors before
         the edits still waiting) and how long each keeps its entry, and the prompt cache told
         of the call."""
-        history = self.history
-        cache = self._cache
-        mark = cache.reply
+        before = self._calls.state
         call = self._call(r, pricing, at)
-        placed, free_waiting = anchored(cache.prompt, call, history, outcome.waiting)
-        prompt, bill = cache.prompt.called(
-            call,
-            placed,
-            off_total=history.total_tokens + cache.density_saved,
-            off_long=r.values.cache_ttl == "1h",
+        told = self._calls.told(
+            self.history, call, r.values, outcome.waiting, self.model, self.masked_outputs
         )
-        # The same history keeps its revision (a call that changed nothing names the one
-        # the client holds); the cache's bookkeeping of the call goes on all the same.
-        stable = min(call.unchanged, mark.raw_len)  # of the history the client holds
-        same = mark.revision > 0 and stable == call.length == mark.raw_len
-        revision = mark.revision if same else mark.revision + 1
-        curated = history.curated()
-        self._cache = replace(
-            cache,
-            prompt=prompt,
-            reply=ReplyMark(revision, call.length, len(curated)),
-            free_pending=free_waiting,
-            expected=expected_of(bill),
-        )
-        self._sent = _Sent(self._cache, cache, call.unchanged)
-        history.mark_stable()
-        self._told_waiting = "unknown"  # a new call: what ended the last one is past
-        self._calls.made(bill, refresh=False, model=self.model, masked=self.masked_outputs)
         return compacted(
-            history,
-            curated,
+            self.history,
+            told,
             outcome,
-            cache,
+            before,
             status=self.status(r),
             pricing=pricing,
-            stable=stable,
             warm=warm,
-            placed=placed,
-            refresh_at=refresh_at(r.values, pricing, prompt, history, free_waiting),
-            revision=revision_name(self.epoch, revision),
-            previous=revision_name(self.epoch, mark.revision) if mark.revision else None,
-            bill=bill,
+            epoch=self.epoch,
         )
 
     # -- a refresh call ------------------------------------------------------------------
@@ -636,61 +536,37 @@ class Session:
         When it does not pay, the history is empty and ``refreshAt`` null: nothing to send.
         ``RefreshTooEarly`` when ``at`` comes before the session's last call."""
         at = self._clock() if at is None else at
-        after_last_call(self._cache.prompt.ledger, at)
         r = self.resolved()
         pricing = pricing_for(r.values, self.model)
-        history = self.history
-        before = self._cache
-        waiting = waiting_on(history, before.reply.raw_len, self._told_waiting)
         whole = self._call(r, pricing, at)
-        made = refresh_call(before.prompt, whole, history, r.values, waiting, before.free_pending)
-        curated, placed, read = Entries(()), Placed((), ()), 0
-        if made is not None:
-            end = made.call.length
-            mark = before.reply
-            if end > max(mark.raw_len, mark.held_len):
-                mark = replace(mark, held_len=end)
-            self._cache = replace(
-                before, prompt=made.prompt, reply=mark, expected=expected_of(made.bill)
-            )
-            self._sent = _Sent(self._cache, before, None)
-            self._calls.made(made.bill, refresh=True, model=self.model, masked=self.masked_outputs)
-            curated = history.curated()[: history.curated_index(end)]
-            placed, read = made.placed, made.read
-        cache = self._cache
-        name = revision_name(self.epoch, cache.reply.revision)
+        made = self._calls.refresh(self.history, whole, r.values, self.model, self.masked_outputs)
         return refreshed(
-            history,
-            curated,
-            cache,
+            self.history,
+            made,
+            self._calls.state,
             status=self.status(r),
+            values=r.values,
             pricing=pricing,
-            placed=placed,
-            read=read,
-            refresh_at=None
-            if made is None
-            else refresh_at(r.values, pricing, cache.prompt, history, cache.free_pending),
-            revision=f"{name}.r{cache.prompt.ledger.refreshes}",
-            bill=None if made is None else made.bill,
+            epoch=self.epoch,
         )
 
     def note_waiting(self, waiting: Waiting) -> None:
-        """The last call's answer, as a client that does not append it saw it end: calling
-        a tool (``tool``) or answering (``person``). A refresh decision uses it."""
-        self._told_waiting = waiting
+        """The last call's answer, as a client that does not append it saw it end (``tool``
+        or ``person``): a refresh decision uses it (``Calls.note_waiting``)."""
+        self._calls.note_waiting(waiting)
 
     # -- all or nothing ------------------------------------------------------------------
 
     def snapshot(self) -> SessionSnapshot:
         """The session as it is now, for ``restore`` (cheap: the history's lists are taken
         by reference and length)."""
-        return SessionSnapshot(self.history.snapshot(), self.export_state(), len(self._calls))
+        return SessionSnapshot(self.history.snapshot(), self.export_state(), len(self._calls.log))
 
     def restore(self, snap: SessionSnapshot) -> None:
         """Put the session back as it was at ``snap`` (the one rollback path)."""
         self.history.restore_snapshot(snap.history)
         self.import_state(snap.state)
-        self._calls.forget_after(snap.calls)
+        self._calls.log.forget_after(snap.calls)
         # Keys and transcript places of entries rolled back will be given again.
         self._savings.forget()
         self._lineage.forget_after(len(self.history.transcript_json))
@@ -716,8 +592,8 @@ class Session:
             epoch=self.epoch,
             lineage=self._lineage.runs,
             cache=replace(
-                self._cache,
-                reply=replace(self._cache.reply, changed_from=self.history.changed_from),
+                self._calls.state,
+                reply=replace(self._calls.state.reply, changed_from=self.history.changed_from),
             ),
         )
 
@@ -733,7 +609,7 @@ class Session:
         self._writes = dict(state.writes)
         self.model = state.model
         self.epoch = state.epoch
-        self._cache = state.cache
+        self._calls.state = state.cache
         self._lineage.runs = state.lineage
         self.history.mark_stable(state.cache.reply.changed_from)
 
