@@ -27,14 +27,13 @@ from ..compression.factory import get_strategy
 from ..compression.prompts import COMPRESSION_PROMPT
 from ..compression.types import CompressionStrategy, can_optimize
 from ..content import IContent, Metadata, ToolCallBlock, ToolResponseBlock
-from ..density.edits import Edit, result_of
+from ..density.applied import applied_result, entry_at
+from ..density.edits import Edit
 from ..density.engine import DensityEngine
-from ..density.masking import masked_weight
-from ..density.types import DensityConfig, DensityResult, FileWrite
+from ..density.types import DensityConfig, FileWrite
 from ..history.history import History, HistorySnapshot, Prepared
 from ..history.retrieve import find_call
 from ..history.sync import Lineage
-from ..history.thinking import unbound
 from ..prices import binds_thinking
 from ..settings import Resolved, resolve, validate
 from ..stats.calls import CallEvent
@@ -355,14 +354,8 @@ class Session:
         history = self.history
         before = history.total_tokens
         chosen = schedule(self._density.proposals(history, self.density_config(r)))
-        applied = [c.edit for c in chosen.apply]
-        masked, masked_tokens = masked_weight(applied, self._entry, history.count)
-        result = result_of(applied, history.position, self._entry)
-        if not result.is_empty and binds_thinking(self.model):
-            # The thinking after the first edited entry is bound to what the edits change.
-            e = min((*result.removals, *result.replacements))
-            stripped = unbound(history.raw_json, e, set(result.removals), result.replacements)
-            result = DensityResult(result.removals, stripped, result.metadata)
+        edits = [c.edit for c in chosen.apply]
+        result, masked, masked_tokens = applied_result(edits, history, binds_thinking(self.model))
         if not result.is_empty:  # REQ-HD-002.4 / 002.5
             history.apply_density_result(result)
             self.version += 1
@@ -381,10 +374,7 @@ class Session:
         return report, chosen
 
     def _entry(self, key: int) -> IContent:
-        index = self.history.position(key)
-        if index is None:
-            raise RuntimeError("a density edit names an entry the history does not hold")
-        return self.history.raw[index]
+        return entry_at(self.history, key)
 
     def _call(self, r: Resolved, pricing: Pricing, at: int) -> Call:
         """This model call's request as the prompt cache sees it, the history as it is now."""
