@@ -19,18 +19,17 @@ from ..cache.billed import UsageCheck
 from ..cache.holds import holding
 from ..cache.pricing import Pricing, pricing_for
 from ..cache.prompt_cache import Call
+from ..cache.proposals import Proposals
 from ..cache.rhythm import Waiting
-from ..cache.savings import Savings
 from ..cache.schedule import Candidate, Plan, everything
 from ..compression.compressor import Compressor, SessionSummarizer, TranscriptExporter
 from ..compression.factory import get_strategy
 from ..compression.prompts import COMPRESSION_PROMPT
 from ..compression.types import CompressionStrategy, can_optimize
 from ..content import IContent, Metadata, ToolCallBlock, ToolResponseBlock
-from ..density.applied import applied_result, entry_at
+from ..density.applied import applied_result
 from ..density.edits import Edit
-from ..density.engine import DensityEngine
-from ..density.types import DensityConfig, FileWrite
+from ..density.types import DensityConfig
 from ..history.history import History, HistorySnapshot, Prepared
 from ..history.retrieve import find_call
 from ..history.sync import Lineage
@@ -99,18 +98,12 @@ class Session:
         self.masked_tokens = 0
         self.dirty = False
         self._settings = settings
-        self._workspace_root = workspace_root
         self._compressor = Compressor(summarizer, prompt, export_transcript)
         self._clock = clock
-        self._retrieve_tool = retrieve_tool
-        self._writes: dict[str, int] = {}
+        self._proposals = Proposals(workspace_root, retrieve_tool)
         self._todos: list[Todo] = []
         self._todos_since = 0  # transcript length when the client last set todos
-        # What the density rules learnt about the history, kept between turns so that a turn
-        # costs what it adds (it catches up through the history's journal).
-        self._density = DensityEngine()
         self._calls = Calls(clock)  # what the calls left, the cache state among it
-        self._savings = Savings()  # what each waiting edit saves, counted once
         self._lineage = Lineage()  # the conversation as history/sync last saw it
 
     # -- settings ------------------------------------------------------------------------
@@ -280,8 +273,7 @@ class Session:
     def note_write(self, path: str, when: int | None = None) -> None:
         """A file written outside the history (disk, didSave). ``path`` is already resolved."""
         when = self._clock() if when is None else when
-        if when > self._writes.get(path, -1):
-            self._writes[path] = when
+        if self._proposals.note_write(path, when):
             # A write is new information about the history's reads, so the next compact
             # must look again even when no entry was added.
             self.dirty = True
@@ -289,7 +281,7 @@ class Session:
     def read_times(self) -> dict[str, int]:
         """Each file the working history read, with the earliest time a read took its content
         (for the daemon to compare with modification times before a compaction)."""
-        return self._density.read_times(self.history, self.density_config(self.resolved()))
+        return self._proposals.read_times(self.history, self.resolved().values)
 
     def warm(self, digests: Sequence[bytes] = ()) -> None:
         """Make now what the next compaction of a session just loaded would make first, so
@@ -299,9 +291,9 @@ class Session:
         which of its entries the session holds. These are caches that a compaction fills
         anyway: nothing the session decides or answers changes."""
         r = self.resolved()
-        edits = self._density.proposals(self.history, self.density_config(r))
+        edits = self._proposals.edits(self.history, r.values)
         if r.values.schedule != "every-turn":
-            self._savings.candidates(edits, self.history, self._entry)
+            self._proposals.candidates(edits, self.history)
         if digests:
             self.sync_point(digests)
 
@@ -327,23 +319,7 @@ class Session:
     # -- compaction ----------------------------------------------------------------------
 
     def density_config(self, r: Resolved) -> DensityConfig:
-        v = r.values
-        writes = tuple(FileWrite(p, t) for p, t in self._writes.items()) if v.watch_enabled else ()
-        return DensityConfig(
-            read_write_pruning=v.read_write_pruning,
-            file_dedupe=v.file_dedupe,
-            recency_pruning=v.recency_pruning,
-            recency_retention=v.recency_retention,
-            workspace_root=self._workspace_root(),
-            read_tools=frozenset(v.read_tools),
-            write_tools=frozenset(v.write_tools),
-            shell_tools=frozenset(v.shell_tools),
-            external_writes=writes,
-            retrieve_tool=self._retrieve_tool,
-            keep_latest_view=v.keep_latest_view,
-            masking=v.masking,
-            mask_retention=v.mask_retention,
-        )
+        return self._proposals.config(r.values)
 
     def _optimize(
         self, r: Resolved, schedule: Callable[[list[Edit]], Plan]
@@ -353,7 +329,7 @@ class Session:
         ``schedule`` picks applied; the others are left pending. Also: the plan."""
         history = self.history
         before = history.total_tokens
-        chosen = schedule(self._density.proposals(history, self.density_config(r)))
+        chosen = schedule(self._proposals.edits(history, r.values))
         edits = [c.edit for c in chosen.apply]
         result, masked, masked_tokens = applied_result(edits, history, binds_thinking(self.model))
         if not result.is_empty:  # REQ-HD-002.4 / 002.5
@@ -373,9 +349,6 @@ class Session:
         )
         return report, chosen
 
-    def _entry(self, key: int) -> IContent:
-        return entry_at(self.history, key)
-
     def _call(self, r: Resolved, pricing: Pricing, at: int) -> Call:
         """This model call's request as the prompt cache sees it, the history as it is now."""
         return self._calls.request(self.history, pricing, r.values, at)
@@ -392,7 +365,7 @@ class Session:
                 # only break the cache, unless it tells the model something.
                 listed = [
                     c
-                    for c in self._savings.candidates(edits, self.history, self._entry)
+                    for c in self._proposals.candidates(edits, self.history)
                     if c.saving > 0 or c.edit.informs
                 ]
             return holding(listed, self.history, binds_thinking(self.model), choose)
@@ -558,7 +531,7 @@ class Session:
         self.import_state(snap.state)
         self._calls.log.forget_after(snap.calls)
         # Keys and transcript places of entries rolled back will be given again.
-        self._savings.forget()
+        self._proposals.forget()
         self._lineage.forget_after(len(self.history.transcript_json))
 
     # -- persistence (used only by the daemon's store) -----------------------------------
@@ -577,7 +550,7 @@ class Session:
             dirty=self.dirty,
             todos=tuple(self._todos),
             todos_since=self._todos_since,
-            writes=dict(self._writes),
+            writes=dict(self._proposals.writes),
             model=self.model,
             epoch=self.epoch,
             lineage=self._lineage.runs,
@@ -596,7 +569,7 @@ class Session:
         self.dirty = state.dirty
         self._todos = list(state.todos)
         self._todos_since = state.todos_since
-        self._writes = dict(state.writes)
+        self._proposals.writes = dict(state.writes)
         self.model = state.model
         self.epoch = state.epoch
         self._calls.state = state.cache
