@@ -36,7 +36,7 @@ from ..history.sync import Lineage
 from ..prices import binds_thinking
 from ..settings import Resolved, resolve, validate
 from ..stats.calls import CallEvent
-from ..tools.todos import Todo, latest_todo_write
+from ..tools.todos import Todo, TodoList
 from .calls import Calls
 from .replies import (
     CompressionReport,
@@ -101,8 +101,7 @@ class Session:
         self._compressor = Compressor(summarizer, prompt, export_transcript)
         self._clock = clock
         self._proposals = Proposals(workspace_root, retrieve_tool)
-        self._todos: list[Todo] = []
-        self._todos_since = 0  # transcript length when the client last set todos
+        self._todos = TodoList()
         self._calls = Calls(clock)  # what the calls left, the cache state among it
         self._lineage = Lineage()  # the conversation as history/sync last saw it
 
@@ -298,17 +297,12 @@ class Session:
             self.sync_point(digests)
 
     def set_todos(self, todos: Sequence[Todo]) -> None:
-        self._todos = list(todos)
-        self._todos_since = len(self.history.transcript)
+        self._todos = TodoList(tuple(todos), len(self.history.transcript))
         self.version += 1
 
     def active_todos(self) -> list[Todo]:
         """REQ-HD-011.2: the newer of the client's list and the latest todo_write call."""
-        todos = self._todos
-        latest = latest_todo_write(self.history.transcript)
-        if latest is not None and latest[0] >= self._todos_since:
-            todos = latest[1]
-        return [t for t in todos if t.active]
+        return self._todos.active(self.history.transcript)
 
     def clear(self) -> None:
         self.history.clear()
@@ -548,8 +542,8 @@ class Session:
             masked_outputs=self.masked_outputs,
             masked_tokens=self.masked_tokens,
             dirty=self.dirty,
-            todos=tuple(self._todos),
-            todos_since=self._todos_since,
+            todos=self._todos.todos,
+            todos_since=self._todos.since,
             writes=dict(self._proposals.writes),
             model=self.model,
             epoch=self.epoch,
@@ -567,8 +561,7 @@ class Session:
         self.masked_outputs = state.masked_outputs
         self.masked_tokens = state.masked_tokens
         self.dirty = state.dirty
-        self._todos = list(state.todos)
-        self._todos_since = state.todos_since
+        self._todos = TodoList(tuple(state.todos), state.todos_since)
         self._proposals.writes = dict(state.writes)
         self.model = state.model
         self.epoch = state.epoch
