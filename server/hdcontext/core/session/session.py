@@ -26,7 +26,7 @@ from ..compression.compressor import Compressor, SessionSummarizer, TranscriptEx
 from ..compression.factory import get_strategy
 from ..compression.prompts import COMPRESSION_PROMPT
 from ..compression.types import CompressionStrategy, can_optimize
-from ..content import IContent, Metadata, ToolCallBlock, ToolResponseBlock
+from ..content import IContent, ToolCallBlock, ToolResponseBlock, stamped
 from ..density.applied import applied_result
 from ..density.edits import Edit
 from ..density.types import DensityConfig
@@ -154,21 +154,7 @@ class Session:
     def prepare(self, entries: Sequence[IContent]) -> Prepared:
         """Stamp, count and encode entries for ``append``. Changes nothing, so the slow part
         of an append (counting) can run off the caller's loop."""
-        return self.history.prepare(self._stamp(entries))
-
-    def _stamp(self, entries: Sequence[IContent]) -> list[IContent]:
-        """Give every entry a timestamp: it orders tool reads against writes seen on disk."""
-        now = self._clock()
-        out: list[IContent] = []
-        for entry in entries:
-            if entry.timestamp is not None:
-                out.append(entry)
-                continue
-            meta = entry.metadata or Metadata()
-            out.append(
-                entry.model_copy(update={"metadata": meta.model_copy(update={"timestamp": now})})
-            )
-        return out
+        return self.history.prepare(stamped(entries, self._clock()))
 
     def append(self, entries: Sequence[IContent] | Prepared) -> None:
         """Append (all or nothing)."""
