@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import traceback
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -33,7 +32,7 @@ from ...core.session.replies import Status, SyncReply
 from ...core.session.reply import CompactResult
 from ...core.session.session import Session, SyncOutcome
 from ...core.settings import FIELDS, SettingError, resolve
-from ..storage.store import Store, StoreError
+from ..storage.store import Store
 from . import memory
 from .conversation import Conversation
 from .conversation import conversation as resent_conversation
@@ -41,6 +40,7 @@ from .ide_settings import IdeSettings
 from .json_text import JsonText
 from .prompt_file import load_compression_prompt
 from .retention import Pruner, Retention
+from .savings import savings
 from .sessions import Registry, UnknownSession
 from .watcher import DiskWatcher, writes_after_reads
 from .wire import (
@@ -51,7 +51,6 @@ from .wire import (
     OpenParams,
     RefreshParams,
     RetrieveParams,
-    SavingsParams,
     SessionParams,
     SetOverrideParams,
     SyncParams,
@@ -65,7 +64,6 @@ from .wire import (
     parse_params,
     parse_todos_param,
     parse_usage,
-    storage_unusable,
     summarizer_failed,
     unknown_call,
     unknown_session,
@@ -733,38 +731,10 @@ class Daemon:
         return {"sessions": [s.to_wire() for s in await self.registry.statuses()]}
 
     async def savings(self, raw: object) -> dict[str, Any]:
-        """``stats/savings``: what the calls of these sessions (of the whole storage folder
-        when none are named) cost and would have cost without hdcontext, as the savings page
-        shows them (``core.stats.page_json``: counts, prices, model names and session ids,
-        never content), and with a ``nonce`` the page itself for the editor's webview.
-
-        Read through the daemon's own store (its thread, its connection: the folder's lock is
-        this daemon's), so a reply sees every commit answered before it; no session is locked
-        or loaded. A named session the folder does not hold is no error (a window may name one
-        deleted meanwhile): it is listed in ``missing`` and adds nothing."""
-        # Imported here: a daemon start does not pay for the savings view until it is asked.
-        from ...core.stats.costs import page_json
-        from ..stats.page import render
-        from ..stats.report import StatsError, of_rows
-
-        p = parse_params(SavingsParams, raw)
-        asked = None if p.sessions is None else list(dict.fromkeys(p.sessions))
+        """``stats/savings``: the editor's savings view (``savings.py``), priced with the
+        user's ``cache.prices``."""
         prices = resolve({}, self.settings.current()).values.cache_prices
-        try:
-            read = await self.store.calls_for_stats(asked)
-            report = await asyncio.to_thread(
-                of_rows, read.calls, read.overrides, read.stored, prices=prices, only=asked
-            )
-        except (StatsError, StoreError) as exc:
-            raise storage_unusable(f"the savings cannot be read: {exc}") from None
-        figures = page_json(report, str(self.storage_dir), None, time.time_ns() // 1_000_000)
-        page = None if p.nonce is None else await asyncio.to_thread(render, figures, nonce=p.nonce)
-        stored = set(read.stored)
-        return {
-            "figures": figures,
-            "html": page,
-            "missing": [] if asked is None else [sid for sid in asked if sid not in stored],
-        }
+        return await savings(self.store, self.storage_dir, prices, raw)
 
 
 def _compact_reply(result: CompactResult, reply: str, base: str | None) -> dict[str, Any]:
