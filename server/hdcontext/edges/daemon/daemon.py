@@ -38,6 +38,7 @@ from .conversation import Conversation
 from .conversation import conversation as resent_conversation
 from .ide_settings import IdeSettings
 from .json_text import JsonText
+from .packing import Packer
 from .prompt_file import load_compression_prompt
 from .retention import Pruner, Retention
 from .savings import savings
@@ -76,9 +77,6 @@ SETTINGS_WAIT_S = 10.0
 """How long a request waits for a settings pull in flight before using what it has."""
 INLINE_ENTRIES = 16
 """``sync_compact`` digests and counts up to this many new entries on the event loop."""
-
-PACK_AFTER_S = 1.0
-"""How long a session is left idle after a compaction before what it let go of is packed."""
 
 R = TypeVar("R")
 
@@ -130,9 +128,7 @@ class Daemon:
         self._prompt = load_compression_prompt(storage_dir)
         self._large: set[str] = set()  # sessions whose next compaction follows a large append
         self._noted: set[str] = set()  # sessions whose usage no commit has saved yet
-        self._packs: dict[str, asyncio.TimerHandle] = {}  # sessions with entries to pack
-        self._packing: set[asyncio.Task[int]] = set()
-        self._packed_bytes = 0  # saved by packing since the last trim
+        self._packer = Packer(self.registry)  # what compactions let go of, packed when idle
         self._without_retrieve: set[str] = set()
         self.retention = retention
         """How long idle sessions are kept (``None``: the daemon deletes none by itself)."""
@@ -229,10 +225,7 @@ class Daemon:
         daemon served, which nobody uses any more (the store must still be open)."""
         await self.registry.settle_saves()
         await self.watcher.stop()
-        for handle in self._packs.values():
-            handle.cancel()
-        self._packs.clear()
-        await asyncio.gather(*self._packing, return_exceptions=True)
+        await self._packer.stop()
         if self._pruner is None:
             return
         await self._pruner.stop()
@@ -417,7 +410,7 @@ class Daemon:
             self._noted.discard(p.session_id)  # saved with this commit
             conversation.settle(digests)
             self._notify(session, result.status)
-            self._pack_soon(p.session_id)
+            self._packer.soon(p.session_id)
         finally:
             if saving is None:
                 lock.release()
@@ -611,7 +604,7 @@ class Daemon:
                 provider = session.resolved().values.summarizer_provider
                 raise summarizer_failed(f"summarizer '{provider}' failed: {err}") from None
             self._notify(session, result.status)
-            self._pack_soon(session_id)
+            self._packer.soon(session_id)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("compact %s: %s", session_id, _decided(result))
         if session_id in self._large:
@@ -619,36 +612,10 @@ class Daemon:
             memory.release()  # so does the first look at a large batch of entries
         return result
 
-    def _pack_soon(self, session_id: str) -> None:
-        """Pack what the compaction let go of (``Session.pack_left``) once the session has
-        been idle ``PACK_AFTER_S``: memory, not the answer's time (a zlib pass of some
-        milliseconds at a large first compaction). A compaction meanwhile puts it off."""
-        handle = self._packs.pop(session_id, None)
-        if handle is not None:
-            handle.cancel()
-        loop = asyncio.get_running_loop()
-        self._packs[session_id] = loop.call_later(PACK_AFTER_S, self._pack, session_id)
-
-    def _pack(self, session_id: str) -> None:
-        self._packs.pop(session_id, None)
-        task = asyncio.ensure_future(self.pack_left(session_id))
-        self._packing.add(task)
-        task.add_done_callback(self._packing.discard)
-
     async def pack_left(self, session_id: str) -> int:
-        """``Session.pack_left`` of a loaded session, under its lock: the bytes it saved (0
-        for a session no longer loaded). Nothing is saved to disk: the store holds the JSON.
-        What the packed entries took is freed after everything around it was made, so the
-        heap keeps it unless trimmed: after ``memory.PACKED_RELEASE`` bytes (from one
-        session or several), a trim."""
-        async with self.registry.lock(session_id):
-            session = self.registry.loaded_session(session_id)
-            saved = 0 if session is None else session.pack_left()
-        self._packed_bytes += saved
-        if self._packed_bytes >= memory.PACKED_RELEASE:
-            self._packed_bytes = 0
-            memory.release()
-        return saved
+        """``Session.pack_left`` of a loaded session, under its lock (``Packer.pack_left``):
+        the bytes it saved."""
+        return await self._packer.pack_left(session_id)
 
     async def _settle_disk(self, session: Session) -> None:
         """Give the compaction every write that happened before it (see watcher.py)."""
