@@ -20,9 +20,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from ...core.cache.billed import UsageCheck
 from ...core.cache.refresh_call import RefreshTooEarly
-from ...core.cache.rhythm import Waiting, waiting_after
+from ...core.cache.rhythm import Waiting
 from ...core.compression.compressor import SessionSummarizer
 from ...core.compression.types import CompressionError, SummarizerError
 from ...core.content import Block, IContent, entries_json
@@ -43,6 +42,7 @@ from .prompt_file import load_compression_prompt
 from .retention import Pruner, Retention
 from .savings import savings
 from .sessions import Registry, UnknownSession
+from .usage import UsageReports
 from .watcher import DiskWatcher, writes_after_reads
 from .wire import (
     AppendParams,
@@ -56,7 +56,6 @@ from .wire import (
     SetOverrideParams,
     SyncParams,
     TodosParams,
-    UsageParams,
     WireError,
     internal_error,
     invalid_params,
@@ -64,7 +63,6 @@ from .wire import (
     parse_entries_param,
     parse_params,
     parse_todos_param,
-    parse_usage,
     summarizer_failed,
     unknown_call,
     unknown_session,
@@ -127,7 +125,7 @@ class Daemon:
         self._settings_pull: asyncio.Future[None] | None = None
         self._prompt = load_compression_prompt(storage_dir)
         self._large: set[str] = set()  # sessions whose next compaction follows a large append
-        self._noted: set[str] = set()  # sessions whose usage no commit has saved yet
+        self._reports = UsageReports(self.registry, self._notify)  # history/usage, noted or saved
         self._packer = Packer(self.registry)  # what compactions let go of, packed when idle
         self._without_retrieve: set[str] = set()
         self.retention = retention
@@ -407,7 +405,7 @@ class Daemon:
             except CompressionError as err:
                 provider = session.resolved().values.summarizer_provider
                 raise summarizer_failed(f"summarizer '{provider}' failed: {err}") from None
-            self._noted.discard(p.session_id)  # saved with this commit
+            self._reports.saved(p.session_id)  # saved with this commit
             conversation.settle(digests)
             self._notify(session, result.status)
             self._packer.soon(p.session_id)
@@ -468,7 +466,7 @@ class Daemon:
         hour, and ``waiting``: what the answer left the session waiting on, from an edge in
         this process that read them in the provider's answer (the proxy); a client on the
         wire says them with ``cacheWrite1hTokens`` and ``stopReason``."""
-        return await self._usage(raw, write_1h_tokens, waiting, save=True)
+        return await self._reports.told(raw, write_1h_tokens, waiting, save=True)
 
     async def note_usage(
         self,
@@ -477,59 +475,22 @@ class Daemon:
         write_1h_tokens: int | None = None,
         waiting: Waiting = "unknown",
     ) -> dict[str, Any]:
-        """``history/usage`` without a disk write of its own: the figures count at once (the
-        status, the next compaction's schedule) and are saved with the session's next commit
-        (its ``calls`` row too, updated before that commit's own call is added), or by
-        ``save_noted``. The proxy's way: a call's usage is read as its answer ends, and a
-        commit of its own would hold up the conversation's next request (and every other
-        session's, behind it on the store's one thread). A crash loses the last call's
-        figures at most, never an entry. ``waiting`` as for ``usage``."""
-        return await self._usage(raw, write_1h_tokens, waiting, save=False)
-
-    async def _usage(
-        self, raw: object, write_1h_tokens: int | None, waiting: Waiting, *, save: bool
-    ) -> dict[str, Any]:
-        p = parse_usage(raw)
-        waiting = _waiting(p, waiting)
-        async with self.registry.lock(p.session_id):
-            session = await self.registry.get(p.session_id)
-            if waiting != "unknown":
-                session.note_waiting(waiting)
-            if save:
-                check = await self.registry.commit(
-                    session, lambda: _record_usage(session, p, write_1h_tokens)
-                )
-            else:
-                check = _record_usage(session, p, write_1h_tokens)
-                self._noted.add(p.session_id)
-            _log_check(p.session_id, check)
-            self._notify(session)
-            return session.status().to_wire()
+        """``history/usage`` without a disk write of its own: the figures count at once and
+        are saved with the session's next commit, or by ``save_noted`` (``usage.py``). The
+        proxy's way. ``waiting`` as for ``usage``."""
+        return await self._reports.told(raw, write_1h_tokens, waiting, save=False)
 
     async def note_refused(self, session_id: str) -> bool:
         """The session's last call never reached the model (``Session.call_refused``), from
         an edge in this process that saw the upstream's answer (the proxy): saved as
         ``note_usage``'s figures are. False when there was nothing to take back. Not on the
         wire: PROTOCOL.md has no way for a client to say it yet."""
-        async with self.registry.lock(session_id):
-            session = await self.registry.find(session_id)
-            if session is None or not session.call_refused():
-                return False
-            self._noted.add(session_id)
-            self._notify(session)
-            return True
+        return await self._reports.refused(session_id)
 
     async def save_noted(self, session_id: str | None = None) -> None:
         """Save the usage ``note_usage`` counted and no commit has saved yet (of one session,
         or of all): before a session is unloaded, and before the daemon stops."""
-        for sid in [session_id] if session_id is not None else sorted(self._noted):
-            if sid not in self._noted:
-                continue
-            async with self.registry.lock(sid):
-                self._noted.discard(sid)
-                session = await self.registry.find(sid)
-                if session is not None:
-                    await self.registry.commit(session, lambda: None)
+        await self._reports.save_noted(session_id)
 
     async def refresh(self, raw: object) -> dict[str, Any]:
         """``history/refresh``: what a refresh call sends now (an empty history when none
@@ -714,39 +675,6 @@ def _compact_reply(result: CompactResult, reply: str, base: str | None) -> dict[
         held, keep, entries = result.delta(base)
         return {"delta": {"base": held, "keep": keep, "entries": history_json(entries)}, **fields}
     return fields
-
-
-def _record_usage(
-    session: Session, p: UsageParams, write_1h_tokens: int | None
-) -> UsageCheck | None:
-    return session.record_usage(
-        p.input_tokens,
-        p.cache_read_tokens,
-        p.cache_write_tokens,
-        p.output_tokens,
-        at=p.at,
-        write_1h_tokens=write_1h_tokens if write_1h_tokens is not None else p.cache_write_1h_tokens,
-    )
-
-
-def _waiting(p: UsageParams, waiting: Waiting) -> Waiting:
-    """What the session waits on: as the edge in this process read it, else as the client's
-    ``stopReason`` says."""
-    return waiting if waiting != "unknown" else waiting_after(p.stop_reason)
-
-
-def _log_check(session_id: str, check: UsageCheck | None) -> None:
-    if check is not None and check.off:
-        # Counts only: a price model that does not fit the provider should show.
-        log.info(
-            "session %s: the provider read %d of %d input tokens from its cache, "
-            "where %d of %d were expected",
-            session_id,
-            check.billed_read,
-            check.billed_tokens,
-            check.expected_read,
-            check.expected_tokens,
-        )
 
 
 def _decided(result: CompactResult) -> str:
