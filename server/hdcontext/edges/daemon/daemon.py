@@ -43,7 +43,7 @@ from .retention import Pruner, Retention
 from .savings import savings
 from .sessions import Registry, UnknownSession
 from .usage import UsageReports
-from .watcher import DiskWatcher, writes_after_reads
+from .watcher import DiskWatcher
 from .wire import (
     AppendParams,
     CompactParams,
@@ -388,7 +388,7 @@ class Daemon:
                         session.set_override(key, value)
                 outcome.append(session.sync(held, digests, prepared))
                 # After the sync: the reads it appended are settled too, as a compact's are.
-                await self._settle_disk(session)
+                await self.registry.settle_disk(session)
                 return await then(session)
 
             try:
@@ -554,7 +554,7 @@ class Daemon:
         entries rather than as a JSON reply (the proxy exports it to a provider's format)."""
         async with self.registry.lock(session_id):
             session = await self.registry.get(session_id)
-            await self._settle_disk(session)
+            await self.registry.settle_disk(session)
             try:
                 result = await self.registry.commit(
                     session, lambda: session.compact(pending_tokens, at), cancellable=True
@@ -577,15 +577,6 @@ class Daemon:
         """``Session.pack_left`` of a loaded session, under its lock (``Packer.pack_left``):
         the bytes it saved."""
         return await self._packer.pack_left(session_id)
-
-    async def _settle_disk(self, session: Session) -> None:
-        """Give the compaction every write that happened before it (see watcher.py)."""
-        self.registry.take_disk_writes(session)
-        if not session.resolved().values.watch_enabled:
-            return
-        reads = session.read_times()
-        for path, when in await writes_after_reads(reads):
-            session.note_write(path, when)
 
     async def get(self, raw: object) -> dict[str, Any]:
         p = parse_params(GetParams, raw)
