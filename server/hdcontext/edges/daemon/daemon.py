@@ -35,6 +35,7 @@ from ..storage.store import Store
 from . import memory
 from .conversation import Conversation
 from .conversation import conversation as resent_conversation
+from .decided import decided
 from .ide_settings import IdeSettings
 from .json_text import JsonText
 from .packing import Packer
@@ -424,7 +425,7 @@ class Daemon:
                 synced.appended,
                 "no fork" if synced.forked_at is None else f"forked at {synced.forked_at}",
             )
-            log.debug("compact %s: %s", p.session_id, _decided(result))
+            log.debug("compact %s: %s", p.session_id, decided(result))
         if len(new) >= memory.LARGE_APPEND:
             memory.release()
         await self.update_watcher()
@@ -567,7 +568,7 @@ class Daemon:
             self._notify(session, result.status)
             self._packer.soon(session_id)
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("compact %s: %s", session_id, _decided(result))
+            log.debug("compact %s: %s", session_id, decided(result))
         if session_id in self._large:
             self._large.discard(session_id)
             memory.release()  # so does the first look at a large batch of entries
@@ -666,31 +667,6 @@ def _compact_reply(result: CompactResult, reply: str, base: str | None) -> dict[
         held, keep, entries = result.delta(base)
         return {"delta": {"base": held, "keep": keep, "entries": history_json(entries)}, **fields}
     return fields
-
-
-def _decided(result: CompactResult) -> str:
-    """What a compaction decided, for a DEBUG line: counts, names and positions only."""
-    cache = result.cache
-    parts = [f"passes {', '.join(s.name for s in result.steps) or 'none'}"]
-    density = result.density
-    if density is not None:
-        parts.append(
-            f"density removed {density.removals}, replaced {density.replacements} "
-            f"({density.tokens_before} → {density.tokens_after} tokens)"
-        )
-    if result.compression is not None:
-        c = result.compression
-        parts.append(f"compressed by {c.strategy} ({c.tokens_before} → {c.tokens_after} tokens)")
-    parts.append(
-        f"{result.status.entry_count} entries, {result.status.total_tokens} tokens"
-        f"{', over the limit' if result.over_limit else ''}"
-    )
-    parts.append(
-        f"cache {cache.pricing} {'cold' if cache.cold else 'warm'}: {cache.stable_prefix} "
-        f"entries as last time, edits {cache.edits_applied} applied, {cache.edits_pending} "
-        f"waiting ({cache.pending_tokens} tokens), breakpoints {cache.breakpoints}"
-    )
-    return "; ".join(parts)
 
 
 def _block_json(block: Block) -> Any:
