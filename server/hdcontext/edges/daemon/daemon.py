@@ -25,7 +25,6 @@ from ...core.cache.rhythm import Waiting
 from ...core.compression.compressor import SessionSummarizer
 from ...core.compression.types import CompressionError, SummarizerError
 from ...core.content import Block, IContent, entries_json
-from ...core.history.history import Prepared
 from ...core.history.stored import Entries
 from ...core.session.replies import Status, SyncReply
 from ...core.session.reply import CompactResult
@@ -33,7 +32,6 @@ from ...core.session.session import Session, SyncOutcome
 from ...core.settings import FIELDS, SettingError, resolve
 from ..storage.store import Store
 from . import memory
-from .conversation import Conversation
 from .conversation import conversation as resent_conversation
 from .decided import decided
 from .ide_settings import IdeSettings
@@ -43,6 +41,7 @@ from .prompt_file import load_compression_prompt
 from .retention import Pruner, Retention
 from .savings import savings
 from .sessions import Registry, UnknownSession
+from .syncs import Syncs, open_session
 from .usage import UsageReports
 from .watcher import DiskWatcher
 from .wire import (
@@ -60,7 +59,6 @@ from .wire import (
     WireError,
     internal_error,
     invalid_params,
-    parse_entries_from,
     parse_entries_param,
     parse_params,
     parse_todos_param,
@@ -74,8 +72,6 @@ log = logging.getLogger(__name__)
 TOKENS_NOTIFICATION = "history/tokens"
 SETTINGS_WAIT_S = 10.0
 """How long a request waits for a settings pull in flight before using what it has."""
-INLINE_ENTRIES = 16
-"""``sync_compact`` digests and counts up to this many new entries on the event loop."""
 
 R = TypeVar("R")
 
@@ -128,6 +124,7 @@ class Daemon:
         self._large: set[str] = set()  # sessions whose next compaction follows a large append
         self._reports = UsageReports(self.registry, self._notify)  # history/usage, noted or saved
         self._packer = Packer(self.registry)  # what compactions let go of, packed when idle
+        self._syncs = Syncs(self.registry, self._synced, self.update_watcher)
         self._without_retrieve: set[str] = set()
         self.retention = retention
         """How long idle sessions are kept (``None``: the daemon deletes none by itself)."""
@@ -261,7 +258,7 @@ class Daemon:
         # The chat's model limit is this session's contextLimit: an override, so it wins over
         # the IDE setting and history/settings shows where it came from.
         async with self.registry.lock(p.session_id):
-            session = await self._open(p.session_id, p.model, p.context_limit)
+            session = await open_session(self.registry, p.session_id, p.model, p.context_limit)
             self._notify(session)
             status = session.status().to_wire()
         await self.update_watcher()
@@ -274,7 +271,7 @@ class Daemon:
         p = parse_params(SyncParams, raw)
         digests = await asyncio.to_thread(conversation.digests)
         async with self.registry.lock(p.session_id):
-            taken = await self._sync_entries(p.session_id, conversation, digests)
+            taken = await self._syncs.entries(p.session_id, conversation, digests)
             session, held, new, prepared = taken
 
             def change() -> SyncOutcome:
@@ -319,7 +316,7 @@ class Daemon:
         result comes before the commit is on disk (``Registry.commit_then_save``): the
         session's lock stays held until it is, and ``registry.saving(session_id)`` is the
         write while it runs."""
-        return await self._sync_then(
+        return await self._syncs.then(
             raw, lambda session: session.compact(0, at), overrides, save_later
         )
 
@@ -332,129 +329,25 @@ class Daemon:
         async def passed(session: Session) -> CompactResult:
             return session.passed(at)
 
-        return await self._sync_then(raw, passed)
+        return await self._syncs.then(raw, passed)
 
     async def warm(self, session_id: str, digests: Sequence[bytes] = ()) -> list[bytes] | None:
         """Load a stored session and make what its next compaction would make first
         (``Session.warm``), off the event loop; its working view's entries as stored (what
         its last request sent), or None when it is not stored. The proxy's start, for the
         conversations it served last: their next request is then a turn's work."""
-        async with self.registry.lock(session_id):
-            try:
-                session = await self.registry.get(session_id)
-            except UnknownSession:
-                return None
-            await asyncio.to_thread(session.warm, digests)
-            blobs = list(session.history.raw_json)
-        if len(blobs) >= memory.LARGE_APPEND:
-            memory.release()  # loading it left free pages behind
-        return blobs
+        return await self._syncs.warm(session_id, digests)
 
     async def knows(self, session_id: str) -> bool:
         """Whether the session is loaded or stored (without loading it)."""
         return session_id in self.registry.loaded_ids() or await self.store.exists(session_id)
 
-    async def _sync_then(
-        self,
-        raw: object,
-        then: Callable[[Session], Awaitable[CompactResult]],
-        overrides: Mapping[str, object] | None = None,
-        save_later: bool = False,
-    ) -> CompactResult:
-        """A sync and ``then`` in one commit. What is small is done on the event loop: the
-        digests a ``Conversation`` holds made already, a handful of new entries counted (a
-        hand-off to a thread costs more)."""
-        conversation = resent_conversation(raw)
-        p = parse_params(SyncParams, raw)
-        if len(conversation) <= INLINE_ENTRIES:
-            digests = conversation.digests()
-        else:
-            digests = await asyncio.to_thread(conversation.digests)
-        lock = self.registry.lock(p.session_id)
-        await lock.acquire()
-        saving: asyncio.Future[None] | None = None
-        try:
-            taken = await self._sync_entries(p.session_id, conversation, digests)
-            session, held, new, prepared = taken
-
-            outcome: list[SyncOutcome] = []  # for the DEBUG line
-
-            async def change() -> CompactResult:
-                if p.model:
-                    session.model = p.model
-                if p.context_limit is not None:
-                    session.set_override("contextLimit", p.context_limit)
-                for key, value in (overrides or {}).items():
-                    if session.overrides.get(key) != value:
-                        session.set_override(key, value)
-                outcome.append(session.sync(held, digests, prepared))
-                # After the sync: the reads it appended are settled too, as a compact's are.
-                await self.registry.settle_disk(session)
-                return await then(session)
-
-            try:
-                if save_later:
-                    result, saving = await self.registry.commit_then_save(
-                        session, change, model=p.model
-                    )
-                else:
-                    result = await self.registry.commit(
-                        session, change, cancellable=True, model=p.model
-                    )
-            except SummarizerError as err:
-                raise summarizer_failed(str(err)) from None
-            except CompressionError as err:
-                provider = session.resolved().values.summarizer_provider
-                raise summarizer_failed(f"summarizer '{provider}' failed: {err}") from None
-            self._reports.saved(p.session_id)  # saved with this commit
-            conversation.settle(digests)
-            self._notify(session, result.status)
-            self._packer.soon(p.session_id)
-        finally:
-            if saving is None:
-                lock.release()
-            else:  # held until the commit is on disk
-                saving.add_done_callback(lambda _: lock.release())
-        if log.isEnabledFor(logging.DEBUG):
-            synced = outcome[0]
-            log.debug(
-                "sync %s: %d entries sent, %d held already, %d appended, %s",
-                p.session_id,
-                len(digests),
-                held,
-                synced.appended,
-                "no fork" if synced.forked_at is None else f"forked at {synced.forked_at}",
-            )
-            log.debug("compact %s: %s", p.session_id, decided(result))
-        if len(new) >= memory.LARGE_APPEND:
-            memory.release()
-        await self.update_watcher()
-        return result
-
-    async def _sync_entries(
-        self, session_id: str, conversation: Conversation, digests: list[bytes]
-    ) -> tuple[Session, int, list[IContent], Prepared]:
-        """What a sync appends, under the session's lock: the session (opened when new),
-        how many of ``digests`` it holds already, the entries after those (as the client's
-        bulk path gave them, else parsed), and those entries counted (on a thread when many)."""
-        session = await self.registry.find(session_id)
-        held = session.sync_point(digests) if session is not None else 0
-        given = conversation.entries_from(held)
-        new = given if given is not None else parse_entries_from(conversation.raw_from(held), held)
-        if session is None:
-            session = await self._open(session_id, None, None)
-        if len(new) <= INLINE_ENTRIES:
-            prepared = session.prepare(new)
-        else:
-            prepared = await asyncio.to_thread(session.prepare, new)
-        return session, held, list(new), prepared
-
-    async def _open(self, session_id: str, model: str | None, limit: int | None) -> Session:
-        overrides: dict[str, object] = {} if limit is None else {"contextLimit": limit}
-        try:
-            return await self.registry.open(session_id, model, overrides)
-        except SettingError as err:
-            raise invalid_params([f"contextLimit: {err}"]) from None
+    def _synced(self, session_id: str, session: Session, status: Status) -> None:
+        """A sync and what followed it committed: the usage noted of the session was saved
+        with it, the client hears, and what a compaction let go of is packed soon."""
+        self._reports.saved(session_id)
+        self._notify(session, status)
+        self._packer.soon(session_id)
 
     async def usage(
         self,
