@@ -1,12 +1,14 @@
 """One chat: the orchestration of ``history/compact`` (REQ-HD-002, REQ-HD-013).
 
-The session is the only place that mutates a history. It resolves settings, builds the density
-config, asks the density engine and the strategy, and applies what comes back. It holds no
-lock and no rollback of its own: the one caller that must keep a failed request from changing
-anything (the daemon's registry) serializes requests per session and wraps each in
-``snapshot``/``restore``. Storage, JSON-RPC and the disk watcher live outside and talk to it
-through these methods; nothing here does I/O (the summarizer and the transcript export are
-functions the edge hands in).
+The session is the only way a history changes. It resolves settings, asks what the density
+rules propose (``cache/proposals.py``), plans which edits apply now (``cache/schedule.py``,
+``cache/holds.py``), applies them, has its strategy compress near the limit
+(``compression/compressor.py``), and tells the prompt cache of each call (``calls.py``); the
+reply is put together in ``reply.py``. It holds no lock and no rollback of its own: the one
+caller that must keep a failed request from changing anything (the daemon's registry)
+serializes requests per session and wraps each in ``snapshot``/``restore``. Storage, JSON-RPC
+and the disk watcher live outside and talk to it through these methods; nothing here does I/O
+(the summarizer and the transcript export are functions the edge hands in).
 """
 
 from __future__ import annotations

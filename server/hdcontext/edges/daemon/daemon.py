@@ -7,7 +7,10 @@ PROTOCOL.md lists; anything else is a bug, answered -32603 with the exception's 
 text could quote the conversation) and logged without the message for the same reason.
 
 This module knows the protocol's meaning but not pygls: it talks to the client through the
-small ``Client`` interface that server.py implements.
+small ``Client`` interface that server.py implements. Where a group of requests has a module
+of its own (a resent conversation taken in, ``syncs.py``; a call's usage, ``usage.py``; the
+savings view, ``savings.py``; packing after a compaction, ``packing.py``), the methods here
+keep their names and hand the work to it.
 """
 
 from __future__ import annotations
