@@ -53,7 +53,7 @@ import aiohttp
 from aiohttp import web
 
 from hdcontext.core.content import IContent, dump_entries
-from hdcontext.edges.daemon.daemon import PACK_AFTER_S
+from hdcontext.edges.daemon.packing import PACK_AFTER_S
 from hdcontext.formats.conversation import Conversation
 from hdcontext.formats.exporters import anthropic as exporter
 

@@ -27,7 +27,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hdcontext.core.content import IContent, entry_from_json
-from hdcontext.core.session.session import CompactResult, Session
+from hdcontext.core.session.reply import CompactResult
+from hdcontext.core.session.session import Session
 from hdcontext.core.tokens import count_text
 
 from .billing import MAIN, PRICE_MODELS, Bill, shared_prefix

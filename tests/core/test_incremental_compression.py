@@ -73,7 +73,7 @@ def test_turn_by_turn_compaction_is_what_reading_everything_every_time_makes(
             if not rewound and k >= len(entries) // 2:
                 s.history.truncate(len(s.history.raw_json) - 5)
             if s is fresh:
-                s._summaries = Summaries()
+                s._compressor.summaries = Summaries()
             reply = asyncio.run(s.compact())
             s.history.mark_stable()
             if s is kept:
@@ -247,7 +247,7 @@ def test_for_every_history_compacting_turn_by_turn_is_reading_everything_each_ti
             if rewind and held > rewind:
                 one.history.truncate(held - rewind)
             if one is fresh:
-                one._summaries = Summaries()
+                one._compressor.summaries = Summaries()
             replies.append(asyncio.run(one.compact()))
             one.history.mark_stable()
         assert replies[0] == replies[1]

@@ -1,5 +1,6 @@
 """The house's walls: the core does no I/O and knows no edge; the formats know no daemon;
-each room of the edges imports only the rooms below it; and no import circle anywhere.
+each room of the edges imports only the rooms below it; no import circle anywhere; and no class
+too long for one job.
 
 Read from the sources (not from what happens to be imported at run time), every import
 statement, those inside functions too, so a new import that breaks a wall or closes a circle
@@ -270,3 +271,33 @@ def test_the_top_of_the_core_holds_few_modules_and_every_room_is_named() -> None
     assert len(top) <= CORE_TOP_MOST, top
     rooms = {p.name for p in core.iterdir() if (p / "__init__.py").exists()}
     assert rooms == set(CORE_ROOMS) - {""}
+
+
+CLASS_MOST_LINES = 500
+"""The longest a class of the package may be (``end_lineno - lineno + 1``): one that grows past
+it holds more than one job, and its parts go to modules of their own, the class delegating."""
+
+
+def _classes(path: Path) -> list[tuple[int, str, int]]:
+    """(line, name, length in lines) of every class in a module, nested ones too."""
+    return [
+        (node.lineno, node.name, (node.end_lineno or node.lineno) - node.lineno + 1)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef)
+    ]
+
+
+def test_no_class_is_longer_than_its_limit() -> None:
+    too_long = [
+        f"{_shown(module)}:{line} {name} is {length} lines (at most {CLASS_MOST_LINES})"
+        for module, path in sorted(NAMES.items())
+        for line, name, length in _classes(path)
+        if length > CLASS_MOST_LINES
+    ]
+    assert not too_long, "\n".join(too_long)
+
+
+def test_the_class_length_is_measured_from_the_class_to_its_last_line(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("class A:\n    x = 1\n\n    class B:\n        pass\n\n\ny = 2\n")
+    assert _classes(module) == [(1, "A", 5), (4, "B", 2)]

@@ -19,8 +19,9 @@ from hdcontext.core.cache import rhythm
 from hdcontext.core.cache.ledger import LIFETIME_ALLOWANCE, Charge, CostLedger
 from hdcontext.core.cache.pricing import ANTHROPIC, LONG_TTL_MS
 from hdcontext.core.cache.prompt_cache import Call, Lifetimes, Placed, PromptCache
+from hdcontext.core.cache.refresh_call import RefreshTooEarly
 from hdcontext.core.content import IContent
-from hdcontext.core.session.session import RefreshTooEarly, Session
+from hdcontext.core.session.session import Session
 from hdcontext.formats.importers.claude_code import from_jsonl
 
 from .builders import ai_call, ai_text, human, tool_result

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 
-from hdcontext.core.session.session import CompactResult, Session
+from hdcontext.core.session.reply import CompactResult
+from hdcontext.core.session.session import Session
 from hdcontext.core.stats.calls import CallMade, CallRefused, UsageReported
 
 from .builders import ai_call, ai_text, human, tool_result

@@ -18,7 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hdcontext.core.cache.holds import held
 from hdcontext.core.cache.schedule import Candidate
+from hdcontext.core.compression.compressor import SessionSummarizer
 from hdcontext.core.compression.types import SummarizeRequest
 from hdcontext.core.content import (
     Block,
@@ -43,7 +45,8 @@ from hdcontext.core.history.thinking import (
     without_thinking,
 )
 from hdcontext.core.prices import PRICES, binds_thinking, lookup
-from hdcontext.core.session.session import CompactResult, Session, SessionSummarizer
+from hdcontext.core.session.reply import CompactResult
+from hdcontext.core.session.session import Session
 from hdcontext.core.settings import Settings
 from hdcontext.core.validity import problems
 from hdcontext.formats.importers.claude_code import from_jsonl
@@ -225,7 +228,7 @@ def test_the_session_holds_the_edits_waits_names(
             binds_thinking(s.model),
         )
     }
-    assert s._held(listed) == expected
+    assert held(listed, s.history, binds_thinking(s.model)) == expected
 
 
 def test_unbound_takes_the_thinking_from_a_place_on_and_nothing_else() -> None:

@@ -88,9 +88,10 @@ def test_a_warmed_session_decides_as_one_that_was_not(name: str, limit: int) -> 
     # Warmed: the density engine has taken the history in, each proposal's saving is made,
     # and the client's entries are known by their digests; the cold copy has none of it.
     revision = warm.history.journal.revision
-    assert (warm._density._revision, cold._density._revision) == (revision, -1)
-    proposed = warm._density.proposals(warm.history, warm.density_config(warm.resolved()))
-    assert len(warm._savings._shapes) == len(proposed) and cold._savings._shapes == {}
+    warmed, unwarmed = warm._proposals, cold._proposals
+    assert (warmed._density._revision, unwarmed._density._revision) == (revision, -1)
+    proposed = warmed.edits(warm.history, warm.resolved().values)
+    assert len(warmed._savings._shapes) == len(proposed) and unwarmed._savings._shapes == {}
     assert warm._lineage.held(_digests(entries[:half]), warm.history.transcript) == half
     assert len(warm._lineage._digests) > 0 and cold._lineage._digests == {}
     for k in range(half + 2, len(entries) + 1, 2):

@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from hdcontext.edges.daemon import daemon as daemon_module
+from hdcontext.edges.daemon import packing
 
 from .conftest import start, stop
 
@@ -48,7 +48,7 @@ def _conversation(reads: int) -> list[dict[str, Any]]:
 async def test_what_a_compaction_let_go_of_is_packed_once_the_session_is_idle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(daemon_module, "PACK_AFTER_S", 0.2)
+    monkeypatch.setattr(packing, "PACK_AFTER_S", 0.2)
     running, runners = await start(tmp_path, lambda body: [{"type": "text", "text": "done"}])
     try:
         body = {"model": "claude-sonnet-4-6", "max_tokens": 9, "messages": _conversation(3)}

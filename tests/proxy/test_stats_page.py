@@ -97,7 +97,7 @@ async def test_a_growing_conversation_has_a_row_per_call_on_every_path(running: 
 async def test_a_calls_bill_reaches_the_file_without_another_request(running: Running) -> None:
     """The proxy saves a call's usage with the next commit; when none comes, on its own a
     moment later (here at once), so ``hdcontext stats`` in another process sees it."""
-    running.proxy.state.compactor.save_after_s = 0.0
+    running.proxy.state.compactor.saving.after_s = 0.0
     running.fake.anthropic_usage = dict(USAGE)
     status, _, _ = await post(running, "/v1/messages", anthropic_body(), ANTHROPIC_HEADERS)
     assert status == 200

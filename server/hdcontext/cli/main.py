@@ -24,7 +24,8 @@ from ..core.compression.factory import STRATEGY_NAMES
 from ..core.compression.types import CompressionError, SummarizerError
 from ..core.content import IContent
 from ..core.prices import FALLBACK
-from ..core.session.session import CompactResult, Session
+from ..core.session.reply import CompactResult
+from ..core.session.session import Session
 from ..core.settings import SettingError
 from ..core.tokens import ENCODING_NAME, count_text
 from ..core.tools.files import is_absolute, resolve_path

@@ -260,3 +260,18 @@ def is_empty_ai(entry: IContent) -> bool:
     if entry.speaker != "ai":
         return False
     return all(isinstance(b, TextBlock) and not b.text.strip() for b in entry.blocks)
+
+
+def stamped(entries: Sequence[IContent], now: int) -> list[IContent]:
+    """Every entry with a timestamp, ``now`` where it had none: it orders tool reads against
+    writes seen on disk."""
+    out: list[IContent] = []
+    for entry in entries:
+        if entry.timestamp is not None:
+            out.append(entry)
+            continue
+        meta = entry.metadata or Metadata()
+        out.append(
+            entry.model_copy(update={"metadata": meta.model_copy(update={"timestamp": now})})
+        )
+    return out

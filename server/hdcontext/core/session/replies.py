@@ -34,6 +34,18 @@ class Usage(_Reply):
     cache_write_tokens: int = 0
     output_tokens: int = 0
 
+    def plus(self, input_tokens: int, read: int, write: int, output: int = 0) -> Usage:
+        """These sums with one more call's figures."""
+        return self.model_copy(
+            update={
+                "calls": self.calls + 1,
+                "input_tokens": self.input_tokens + input_tokens,
+                "cache_read_tokens": self.cache_read_tokens + read,
+                "cache_write_tokens": self.cache_write_tokens + write,
+                "output_tokens": self.output_tokens + output,
+            }
+        )
+
 
 class PricedAs(_Reply):
     """Which row of the price table prices a session (``core/prices.py``)."""

@@ -1,64 +1,46 @@
 """One chat: the orchestration of ``history/compact`` (REQ-HD-002, REQ-HD-013).
 
-The session is the only place that mutates a history. It resolves settings, builds the density
-config, asks the density engine and the strategy, and applies what comes back. It holds no
-lock and no rollback of its own: the one caller that must keep a failed request from changing
-anything (the daemon's registry) serializes requests per session and wraps each in
-``snapshot``/``restore``. Storage, JSON-RPC and the disk watcher live outside and talk to it
-through these methods; nothing here does I/O (the summarizer and the transcript export are
-functions the edge hands in).
+The session is the only way a history changes. It resolves settings, asks what the density
+rules propose (``cache/proposals.py``), plans which edits apply now (``cache/schedule.py``,
+``cache/holds.py``), applies them, has its strategy compress near the limit
+(``compression/compressor.py``), and tells the prompt cache of each call (``calls.py``); the
+reply is put together in ``reply.py``. It holds no lock and no rollback of its own: the one
+caller that must keep a failed request from changing anything (the daemon's registry)
+serializes requests per session and wraps each in ``snapshot``/``restore``. Storage, JSON-RPC
+and the disk watcher live outside and talk to it through these methods; nothing here does I/O
+(the summarizer and the transcript export are functions the edge hands in).
 """
 
 from __future__ import annotations
 
 import time
-from bisect import bisect_left
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
-from ..cache.ledger import CallBill
+from ..cache.billed import UsageCheck
+from ..cache.holds import holding
 from ..cache.pricing import Pricing, pricing_for
-from ..cache.prompt_cache import Call, Placed, PromptCache
-from ..cache.refresh import REFRESH_PLAIN_TOKENS, long_pays, next_refresh
+from ..cache.prompt_cache import Call
+from ..cache.proposals import Proposals
 from ..cache.rhythm import Waiting
-from ..cache.savings import Savings
 from ..cache.schedule import Candidate, Plan, everything
+from ..compression.compressor import Compressor, SessionSummarizer, TranscriptExporter
 from ..compression.factory import get_strategy
-from ..compression.high_density import HighDensityStrategy
-from ..compression.incremental import Summaries
 from ..compression.prompts import COMPRESSION_PROMPT
-from ..compression.types import (
-    CompressionContext,
-    CompressionStrategy,
-    SummarizeRequest,
-    can_optimize,
-    target_tokens,
-)
-from ..content import (
-    IContent,
-    Metadata,
-    ThinkingBlock,
-    ToolCallBlock,
-    ToolResponseBlock,
-    dump_entries,
-)
-from ..density.edits import Edit, result_of
-from ..density.engine import DensityEngine
-from ..density.masking import masked_weight
-from ..density.types import DensityConfig, DensityResult, FileWrite
+from ..compression.types import CompressionStrategy, can_optimize
+from ..content import IContent, ToolCallBlock, ToolResponseBlock, stamped
+from ..density.applied import applied_result
+from ..density.edits import Edit
+from ..density.types import DensityConfig
 from ..history.history import History, HistorySnapshot, Prepared
 from ..history.retrieve import find_call
-from ..history.stored import Blob, Entries
 from ..history.sync import Lineage
-from ..history.thinking import Turn, compression_waits, first_change, keeps, latest_turn, unbound
 from ..prices import binds_thinking
-from ..settings import Resolved, Settings, resolve, validate
-from ..stats.calls import BilledUsage, CallEvent, CallMade, CallRefused, Retrieved, UsageReported
-from ..tools.todos import Todo, latest_todo_write
+from ..settings import Resolved, resolve, validate
+from ..stats.calls import CallEvent
+from ..tools.todos import Todo, TodoList
+from .calls import Calls
 from .replies import (
-    CacheReport,
-    CompactSummary,
     CompressionReport,
     DensityCounts,
     DensityReport,
@@ -66,71 +48,12 @@ from .replies import (
     SettingsReply,
     Status,
 )
-from .state import CacheState, ReplyMark, SessionState
+from .reply import CompactResult, Outcome, Step, compacted, refreshed
+from .state import SessionState
 
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-SessionSummarizer = Callable[[SummarizeRequest, Settings], Awaitable[str]]
-"""Writes a summary for an LLM strategy, with the session's settings of the moment (which
-say which provider to ask)."""
-
-TranscriptExporter = Callable[[Sequence[Blob]], Awaitable[str | None]]
-"""Writes the whole transcript (each entry's stored JSON) where the agent can read it; its path."""
-
-
-@dataclass(frozen=True)
-class Step:
-    """One pass of a compaction and the curated tokens around it (for tables and logs)."""
-
-    name: str
-    tokens_before: int
-    tokens_after: int
-
-
-@dataclass(frozen=True)
-class CompactResult:
-    history: Entries
-    """The curated view (parsed as read, joined as stored for a reply)."""
-    status: Status
-    density: DensityReport | None
-    compression: CompressionReport | None
-    over_limit: bool
-    revision: str
-    """Names the returned history (a later ``reply: delta`` names it as its ``base``)."""
-    previous: str | None
-    """The revision of the previous reply, which ``cache.stablePrefix`` entries share."""
-    cache: CacheReport
-    steps: tuple[Step, ...] = field(default=())
-    """The passes that ran, in order (``optimize``, ``compress``, ``emergency-optimize``…)."""
-    bill: CallBill | None = None
-    """The call as the daemon prices it (the edge keeps it for ``hdcontext stats``)."""
-
-    def to_wire(self) -> dict[str, object]:
-        """The whole reply of ``history/compact``, history as JSON values (the command line's
-        ``--json``; the daemon writes the history as stored instead)."""
-        return {"history": dump_entries(self.history), **self.wire_fields()}
-
-    def delta(self, base: str | None) -> tuple[str | None, int, Entries]:
-        """(``delta.base``, ``delta.keep``, ``delta.entries``) for a client that holds the
-        history of revision ``base``: what changed, if it holds the previous reply."""
-        if base is None or base != self.previous:
-            return None, 0, self.history
-        keep = self.cache.stable_prefix
-        return base, keep, self.history[keep:]
-
-    def wire_fields(self) -> dict[str, object]:
-        """The reply of ``history/compact`` without its history (the edge adds it)."""
-        return CompactSummary(
-            revision=self.revision,
-            cache=self.cache,
-            status=self.status,
-            density=self.density,
-            compression=self.compression,
-            over_limit=self.over_limit,
-        ).to_wire()
 
 
 @dataclass(frozen=True)
@@ -147,31 +70,6 @@ class SessionSnapshot:
     state: SessionState
     calls: int = 0
     """How many call events were waiting to be saved (``take_calls``)."""
-
-
-@dataclass(frozen=True)
-class _Sent:
-    """A call the prompt cache was told of (``Session._sent``)."""
-
-    after: CacheState
-    """The cache state the call left: the call can be taken back while it is still this."""
-    before: CacheState
-    unchanged: int | None
-    """A model call's head of the view as the provider had last seen it (``Call.unchanged``);
-    ``None``: a refresh call, which changes no entry."""
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    """What a compaction did, for its reply."""
-
-    applied: int
-    waiting: tuple[Candidate, ...]
-    """The density edits left waiting (the reply anchors a breakpoint before them)."""
-    density: DensityReport | None
-    compression: CompressionReport | None
-    over: bool
-    steps: tuple[Step, ...]
 
 
 class Session:
@@ -202,30 +100,12 @@ class Session:
         self.masked_tokens = 0
         self.dirty = False
         self._settings = settings
-        self._workspace_root = workspace_root
-        self._summarizer = summarizer
-        self._summaries = Summaries()
-        self._prompt = prompt
-        self._export_transcript = export_transcript
+        self._compressor = Compressor(summarizer, prompt, export_transcript)
         self._clock = clock
-        self._retrieve_tool = retrieve_tool
-        self._writes: dict[str, int] = {}
-        self._todos: list[Todo] = []
-        self._todos_since = 0  # transcript length when the client last set todos
-        # What the density rules learnt about the history, kept between turns so that a turn
-        # costs what it adds (it catches up through the history's journal).
-        self._density = DensityEngine()
-        self._cache = CacheState()
-        self._told_waiting: Waiting = "unknown"
-        """What the client said the last call's answer waits on, when it appends no answer
-        (the proxy: the answer's stop reason). Not stored: a restart forgets it."""
-        self._savings = Savings()  # what each waiting edit saves, counted once
+        self._proposals = Proposals(workspace_root, retrieve_tool)
+        self._todos = TodoList()
+        self._calls = Calls(clock)  # what the calls left, the cache state among it
         self._lineage = Lineage()  # the conversation as history/sync last saw it
-        self._calls: list[CallEvent] = []  # noted since the edge last saved them
-        self._sent: _Sent | None = None
-        """The last call the prompt cache was told of, until its usage comes: what to take
-        back if it never reached the model (``call_refused``). Not stored: a call refused
-        after a restart is not taken back (the next usage corrects the cache's model)."""
 
     # -- settings ------------------------------------------------------------------------
 
@@ -248,6 +128,7 @@ class Session:
 
     def status(self, resolved: Resolved | None = None) -> Status:
         r = resolved or self.resolved()
+        cache = self._calls.state
         return Status(
             session_id=self.session_id,
             version=self.version,
@@ -257,12 +138,12 @@ class Session:
             threshold=r.threshold,
             strategy=r.values.strategy,
             saved_tokens=self.saved_tokens,
-            pending_tokens=self._cache.pending_tokens,
-            usage=self._cache.usage,
+            pending_tokens=cache.pending_tokens,
+            usage=cache.usage,
             masked_outputs=self.masked_outputs,
             masked_tokens=self.masked_tokens,
-            predicted=self._cache.predicted,
-            mispredicted=self._cache.mispredicted,
+            predicted=cache.predicted,
+            mispredicted=cache.mispredicted,
             priced_as=self._priced_as(r),
         )
 
@@ -275,21 +156,7 @@ class Session:
     def prepare(self, entries: Sequence[IContent]) -> Prepared:
         """Stamp, count and encode entries for ``append``. Changes nothing, so the slow part
         of an append (counting) can run off the caller's loop."""
-        return self.history.prepare(self._stamp(entries))
-
-    def _stamp(self, entries: Sequence[IContent]) -> list[IContent]:
-        """Give every entry a timestamp: it orders tool reads against writes seen on disk."""
-        now = self._clock()
-        out: list[IContent] = []
-        for entry in entries:
-            if entry.timestamp is not None:
-                out.append(entry)
-                continue
-            meta = entry.metadata or Metadata()
-            out.append(
-                entry.model_copy(update={"metadata": meta.model_copy(update={"timestamp": now})})
-            )
-        return out
+        return self.history.prepare(stamped(entries, self._clock()))
 
     def append(self, entries: Sequence[IContent] | Prepared) -> None:
         """Append (all or nothing)."""
@@ -341,66 +208,17 @@ class Session:
         at: int | None = None,
         write_1h_tokens: int | None = None,
     ) -> UsageCheck | None:
-        """``history/usage``: add a call's bill to the totals, and hold it against what the
-        daemon expected of that call (``UsageCheck``, when it expected anything). A call that
-        neither read nor wrote the cache says the provider is not caching this conversation:
-        the schedule then treats the cache as cold (nothing cached can be lost).
-
-        The bill is noted for ``hdcontext stats`` too (``take_calls``), as the usage of the
-        call just made when that call waits for it; ``write_1h_tokens`` is the part of the
-        cache writes made for an hour, when the client knows it (the proxy does)."""
-        cache = self._cache
-        self._calls.append(
-            UsageReported(
-                at=self._clock() if at is None else at,
-                model=self.model,
-                attached=cache.expected is not None,
-                billed=BilledUsage(
-                    input=input_tokens,
-                    read=cache_read_tokens or 0,
-                    write=cache_write_tokens or 0,
-                    write_1h=write_1h_tokens,
-                    output=output_tokens or 0,
-                ),
-            )
+        """``history/usage``: a call's bill (``Calls.billed``), noted for ``hdcontext stats``
+        too (``take_calls``)."""
+        check = self._calls.billed(
+            input_tokens,
+            cache_read_tokens or 0,
+            cache_write_tokens or 0,
+            output_tokens or 0,
+            write_1h=write_1h_tokens,
+            model=self.model,
+            at=at,
         )
-        usage = cache.usage
-        read = cache_read_tokens or 0
-        write = cache_write_tokens or 0
-        total = usage.model_copy(
-            update={
-                "calls": usage.calls + 1,
-                "input_tokens": usage.input_tokens + input_tokens,
-                "cache_read_tokens": usage.cache_read_tokens + read,
-                "cache_write_tokens": usage.cache_write_tokens + write,
-                "output_tokens": usage.output_tokens + (output_tokens or 0),
-            }
-        )
-        prompt = cache.prompt
-        if input_tokens > 0 and read == 0 and write == 0:
-            prompt = prompt.reported_cold()
-        check = None
-        predicted, missed = cache.predicted, cache.mispredicted
-        if cache.expected is not None:
-            check = UsageCheck(*cache.expected, input_tokens, read, write)
-            predicted = predicted.model_copy(
-                update={
-                    "calls": predicted.calls + 1,
-                    "input_tokens": predicted.input_tokens + check.expected_tokens,
-                    "cache_read_tokens": predicted.cache_read_tokens + check.expected_read,
-                    "cache_write_tokens": predicted.cache_write_tokens + check.expected_write,
-                }
-            )
-            missed += check.off
-        self._cache = replace(
-            cache,
-            usage=total,
-            prompt=prompt,
-            expected=None,
-            predicted=predicted,
-            mispredicted=missed,
-        )
-        self._sent = None  # it reached the model: nothing to take back
         self.version += 1
         return check
 
@@ -412,29 +230,10 @@ class Session:
         return self.history.pack_left()
 
     def call_refused(self, at: int | None = None) -> bool:
-        """The last call never reached the model: the provider answered it with an error
-        (an overload, a rate limit, a refusal), or could not be reached. Nothing of it was
-        billed and nothing cached, so what the daemon noted of it is taken back: the prompt
-        cache is as it was before it (what the provider holds, the ledger, the rhythm), no
-        usage is expected, its ``calls`` row goes (``CallRefused``), and the head of the view
-        the provider last saw is where it was. The history stays as the call left it: the
-        client holds it so and sends it again (an agent retries), and that retry is weighed
-        against what the provider really holds, not against a call it never saw.
-
-        False, and nothing changes, when there is nothing to take back: its usage came, or
-        another call was made since."""
-        sent = self._sent
-        if sent is None or self._cache is not sent.after:
+        """The last call never reached the model: what the daemon noted of it is taken back
+        (``Calls.refused``). False, and nothing changes, when there is nothing to take back."""
+        if not self._calls.refused(self.history, at):
             return False
-        self._sent = None
-        cache = self._cache
-        # A model call's reply is what the client holds now (it sends it again); a refresh
-        # call's request was the provider's alone.
-        reply = cache.reply if sent.unchanged is not None else sent.before.reply
-        self._cache = replace(cache, prompt=sent.before.prompt, reply=reply, expected=None)
-        if sent.unchanged is not None:
-            self.history.mark_changed(sent.unchanged)
-        self._calls.append(CallRefused(self._clock() if at is None else at))
         self.version += 1
         return True
 
@@ -448,7 +247,7 @@ class Session:
     def note_retrieved(self, at: int | None = None) -> None:
         """Something density took out was fetched back (``history/retrieve``): how often
         that happens says whether masking takes what the model still needs."""
-        self._calls.append(Retrieved(self._clock() if at is None else at))
+        self._calls.retrieved(at)
 
     # -- what the edge keeps of each call -------------------------------------------------
 
@@ -456,18 +255,12 @@ class Session:
         """The call events noted since the last time (``stats/calls.py``), for the edge to save
         with the session; they are forgotten here. A rolled-back change takes its own back
         (``restore``)."""
-        taken, self._calls = self._calls, []
-        return taken
-
-    def _note_call(self, bill: CallBill | None, refresh: bool) -> None:
-        if bill is not None:
-            self._calls.append(CallMade(bill.at, refresh, self.model, bill, self.masked_outputs))
+        return self._calls.log.take()
 
     def note_write(self, path: str, when: int | None = None) -> None:
         """A file written outside the history (disk, didSave). ``path`` is already resolved."""
         when = self._clock() if when is None else when
-        if when > self._writes.get(path, -1):
-            self._writes[path] = when
+        if self._proposals.note_write(path, when):
             # A write is new information about the history's reads, so the next compact
             # must look again even when no entry was added.
             self.dirty = True
@@ -475,7 +268,7 @@ class Session:
     def read_times(self) -> dict[str, int]:
         """Each file the working history read, with the earliest time a read took its content
         (for the daemon to compare with modification times before a compaction)."""
-        return self._density.read_times(self.history, self.density_config(self.resolved()))
+        return self._proposals.read_times(self.history, self.resolved().values)
 
     def warm(self, digests: Sequence[bytes] = ()) -> None:
         """Make now what the next compaction of a session just loaded would make first, so
@@ -485,51 +278,30 @@ class Session:
         which of its entries the session holds. These are caches that a compaction fills
         anyway: nothing the session decides or answers changes."""
         r = self.resolved()
-        edits = self._density.proposals(self.history, self.density_config(r))
+        edits = self._proposals.edits(self.history, r.values)
         if r.values.schedule != "every-turn":
-            self._savings.candidates(edits, self.history, self._entry)
+            self._proposals.candidates(edits, self.history)
         if digests:
             self.sync_point(digests)
 
     def set_todos(self, todos: Sequence[Todo]) -> None:
-        self._todos = list(todos)
-        self._todos_since = len(self.history.transcript)
+        self._todos = TodoList(tuple(todos), len(self.history.transcript))
         self.version += 1
 
     def active_todos(self) -> list[Todo]:
         """REQ-HD-011.2: the newer of the client's list and the latest todo_write call."""
-        todos = self._todos
-        latest = latest_todo_write(self.history.transcript)
-        if latest is not None and latest[0] >= self._todos_since:
-            todos = latest[1]
-        return [t for t in todos if t.active]
+        return self._todos.active(self.history.transcript)
 
     def clear(self) -> None:
         self.history.clear()
         self.version += 1
         self.dirty = False
-        self._cache = replace(self._cache, density_saved=0, pending_tokens=0, pending_edits=0)
+        self._calls.cleared()
 
     # -- compaction ----------------------------------------------------------------------
 
     def density_config(self, r: Resolved) -> DensityConfig:
-        v = r.values
-        writes = tuple(FileWrite(p, t) for p, t in self._writes.items()) if v.watch_enabled else ()
-        return DensityConfig(
-            read_write_pruning=v.read_write_pruning,
-            file_dedupe=v.file_dedupe,
-            recency_pruning=v.recency_pruning,
-            recency_retention=v.recency_retention,
-            workspace_root=self._workspace_root(),
-            read_tools=frozenset(v.read_tools),
-            write_tools=frozenset(v.write_tools),
-            shell_tools=frozenset(v.shell_tools),
-            external_writes=writes,
-            retrieve_tool=self._retrieve_tool,
-            keep_latest_view=v.keep_latest_view,
-            masking=v.masking,
-            mask_retention=v.mask_retention,
-        )
+        return self._proposals.config(r.values)
 
     def _optimize(
         self, r: Resolved, schedule: Callable[[list[Edit]], Plan]
@@ -539,15 +311,9 @@ class Session:
         ``schedule`` picks applied; the others are left pending. Also: the plan."""
         history = self.history
         before = history.total_tokens
-        chosen = schedule(self._density.proposals(history, self.density_config(r)))
-        applied = [c.edit for c in chosen.apply]
-        masked, masked_tokens = masked_weight(applied, self._entry, history.count)
-        result = result_of(applied, history.position, self._entry)
-        if not result.is_empty and binds_thinking(self.model):
-            # The thinking after the first edited entry is bound to what the edits change.
-            e = min((*result.removals, *result.replacements))
-            stripped = unbound(history.raw_json, e, set(result.removals), result.replacements)
-            result = DensityResult(result.removals, stripped, result.metadata)
+        chosen = schedule(self._proposals.edits(history, r.values))
+        edits = [c.edit for c in chosen.apply]
+        result, masked, masked_tokens = applied_result(edits, history, binds_thinking(self.model))
         if not result.is_empty:  # REQ-HD-002.4 / 002.5
             history.apply_density_result(result)
             self.version += 1
@@ -555,12 +321,7 @@ class Session:
         self.saved_tokens += before - after
         self.masked_outputs += masked
         self.masked_tokens += masked_tokens
-        self._cache = replace(
-            self._cache,
-            density_saved=self._cache.density_saved + before - after,
-            pending_tokens=chosen.waiting_tokens,
-            pending_edits=len(chosen.wait),
-        )
+        self._calls.planned(before - after, chosen.waiting_tokens, len(chosen.wait))
         report = DensityReport(
             removals=len(result.removals),
             replacements=len(result.replacements),
@@ -570,37 +331,9 @@ class Session:
         )
         return report, chosen
 
-    def _entry(self, key: int) -> IContent:
-        index = self.history.position(key)
-        if index is None:
-            raise RuntimeError("a density edit names an entry the history does not hold")
-        return self.history.raw[index]
-
     def _call(self, r: Resolved, pricing: Pricing, at: int) -> Call:
         """This model call's request as the prompt cache sees it, the history as it is now."""
-        history = self.history
-        length = len(history.raw_json)
-        unchanged = min(_unchanged(self._cache.reply, history.changed_from), length)
-
-        def carries(p: int) -> bool:
-            index = history.shown_before(p)
-            if index is None:
-                return False
-            entry = history.raw[index]
-            if entry.speaker == "ai" and not pricing.assistant_breakpoints:
-                return False
-            return bool(entry.blocks) and not isinstance(entry.blocks[-1], ThinkingBlock)
-
-        return Call(
-            view=history,
-            length=length,
-            unchanged=unchanged,
-            at=at,
-            pricing=pricing,
-            slots=r.values.cache_max_breakpoints,
-            carries=carries,
-            lifetimes=r.values.cache_ttl,
-        )
+        return self._calls.request(self.history, pricing, r.values, at)
 
     def _scheduler(self, r: Resolved, call: Call, all_now: bool) -> Callable[[list[Edit]], Plan]:
         """How this compaction picks edits: all of them (the seeds' schedule), or as the
@@ -614,131 +347,35 @@ class Session:
                 # only break the cache, unless it tells the model something.
                 listed = [
                     c
-                    for c in self._savings.candidates(edits, self.history, self._entry)
+                    for c in self._proposals.candidates(edits, self.history)
                     if c.saving > 0 or c.edit.informs
                 ]
-            held = self._held(listed)
-            ready = [c for c in listed if id(c) not in held] if held else listed
+            return holding(listed, self.history, binds_thinking(self.model), choose)
+
+        def choose(ready: Sequence[Candidate]) -> Plan:
+            """Of the candidates ``holds.py`` does not hold."""
             if r.values.schedule == "every-turn":
-                chosen = everything(ready)
-            else:
-                chosen = self._cache.prompt.choose(call, ready, all_now)
-            if not held:
-                return chosen
-            return Plan(chosen.apply, chosen.wait + tuple(c for c in listed if id(c) in held))
+                return everything(ready)
+            return self._calls.state.prompt.choose(call, ready, all_now)
 
         return schedule
 
-    def _held(self, candidates: Sequence[Candidate]) -> set[int]:
-        """The candidates (by ``id``) that wait while the model's latest message goes on
-        calling tools: those that touch it, and, when its thinking is bound to what comes
-        before it, those that start before it (``history/thinking.py``)."""
-        history = self.history
-        turn = latest_turn(history.raw_json)
-        if turn is None or not turn.calls:
-            return set()
-        bound = binds_thinking(self.model)
-        # ``thinking.waits`` read through the view's keys, which increase with its indices: an edit
-        # touches the turn when it holds a key from the turn's first to its last, and starts
-        # before it when it holds a key below the first. Only such keys are looked up.
-        keys = history.keys
-        first, last = keys[turn.start], keys[turn.stop - 1]
-        before = bound and turn.thinks
-        position = history.position
-        held: set[int] = set()
-        if not before:  # only an edit with a key at or past the turn's first may touch it
-            candidates = [c for c in candidates if c.edit.last_key >= first]
-        for c in candidates:
-            for k in c.edit.keys:
-                if (first <= k <= last or (before and k < first)) and position(k) is not None:
-                    held.add(id(c))
-                    break
-        return held
-
     async def _compress(self, strategy: CompressionStrategy, r: Resolved) -> CompressionReport:
         before = self.history.total_tokens
-        turn = latest_turn(self.history.raw_json)
         bound = binds_thinking(self.model)
-        if compression_waits(turn, bound):  # thinking.py, rule 1: it waits for the turn's end
-            return CompressionReport(
-                strategy=strategy.name,
-                tokens_before=before,
-                tokens_after=before,
-                transcript_path=None,
-            )
-        if isinstance(strategy, HighDensityStrategy):
-            self._cut_old_output(r, turn, bound)
-            return self._compressed(strategy.name, before, None)
-        llm = strategy.requires_llm
-        transcript_path: str | None = None
-        if llm and self._export_transcript is not None:
-            transcript_path = await self._export_transcript(self.history.transcript_json)
-        current = list(self.history.raw)  # parsed once, for the strategy to read
-        summarizer = self._summarizer
-        values = r.values
-
-        async def summarize(request: SummarizeRequest) -> str:
-            assert summarizer is not None
-            return await summarizer(request, values)
-
-        context = CompressionContext(
-            history=current,
-            tokens=self.history.tokens,
-            context_limit=values.context_limit,
-            threshold=r.threshold,
-            preserve_threshold=values.preserve_threshold,
-            top_preserve_threshold=values.top_preserve_threshold,
-            prompt=self._prompt if llm else "",
-            active_todos=self.active_todos() if llm else (),
-            transcript_path=transcript_path,
-            summarizer=summarize if summarizer is not None else None,
+        changed, transcript_path = await self._compressor.compress(
+            strategy, r, self.history, bound, self.active_todos
         )
-        result = await strategy.compress(context)
-        new = list(result.new_history)
-        if new != current and keeps(turn, current, new):
-            self.history.replace_all(new, parsed=current)
-            changed = first_change(current, new) if bound else None
-            if changed is not None:  # the turns kept after what changed lose their thinking
-                stripped = unbound(self.history.raw_json, changed)
-                if stripped:
-                    self.history.apply_density_result(DensityResult((), stripped))
+        if changed:
             self.version += 1
-        return self._compressed(strategy.name, before, transcript_path)
-
-    def _compressed(
-        self, strategy: str, before: int, transcript_path: str | None
-    ) -> CompressionReport:
         after = self.history.total_tokens
         self.saved_tokens += before - after
         return CompressionReport(
-            strategy=strategy,
+            strategy=strategy.name,
             tokens_before=before,
             tokens_after=after,
             transcript_path=transcript_path,
         )
-
-    def _cut_old_output(self, r: Resolved, turn: Turn | None, bound: bool) -> None:
-        """The high-density strategy's ``compress`` as the history stores it: what it
-        does to ``list(raw)``, reading only the entries changed since its last run
-        (``compression/incremental.py``); a turn still calling tools keeps its entries."""
-        history = self.history
-        values = r.values
-        changes, stop = self._summaries.run(
-            history.raw_json,
-            history.tokens,
-            target_tokens(r.threshold, values.context_limit),
-            values.preserve_threshold,
-        )
-        if not changes or (turn is not None and turn.calls and turn.touched_by(changes)):
-            self._summaries.settle(history.raw_json, min(changes, default=stop))
-            return
-        if bound:  # the turns kept after what changed lose their thinking
-            changes = unbound(history.raw_json, min(changes), (), changes)
-        # Rewritten in place, as a density edit's replacement: each entry keeps its key, and
-        # the density engine and the store take in only these.
-        history.apply_density_result(DensityResult((), changes))
-        self._summaries.settle(history.raw_json, stop)
-        self.version += 1
 
     async def compact(self, pending_tokens: int = 0, at: int | None = None) -> CompactResult:
         """``history/compact``: optimize, then compress near the limit (REQ-HD-002), for a
@@ -758,12 +395,12 @@ class Session:
         pricing = pricing_for(r.values, self.model)
         history = self.history
         call = self._call(r, pricing, at)
-        warm = self._cache.prompt.warm(call)
+        warm = self._calls.state.prompt.warm(call)
         steps: list[Step] = []
         density: DensityReport | None = None
         compression: CompressionReport | None = None
         optimizes = strategy.trigger.mode == "continuous" and can_optimize(strategy)
-        edits_waiting = self._cache.pending_edits > 0
+        edits_waiting = self._calls.state.pending_edits > 0
         applied: list[Candidate] = []
         waiting: tuple[Candidate, ...] = ()
 
@@ -793,7 +430,7 @@ class Session:
             steps.append(Step("emergency-compress", again.tokens_before, again.tokens_after))
 
         over = history.total_tokens + pending > limit
-        outcome = _Outcome(len(applied), waiting, density, compression, over, tuple(steps))
+        outcome = Outcome(len(applied), waiting, density, compression, over, tuple(steps))
         return self._reply(at, r, pricing, warm, outcome)
 
     def passed(self, at: int | None = None) -> CompactResult:
@@ -805,115 +442,30 @@ class Session:
         at = self._clock() if at is None else at
         r = self.resolved()
         pricing = pricing_for(r.values, self.model)
-        warm = self._cache.prompt.warm(self._call(r, pricing, at))
+        warm = self._calls.state.prompt.warm(self._call(r, pricing, at))
         over = self.history.total_tokens > r.values.context_limit
-        return self._reply(at, r, pricing, warm, _Outcome(0, (), None, None, over, ()))
+        return self._reply(at, r, pricing, warm, Outcome(0, (), None, None, over, ()))
 
     def _reply(
-        self, at: int, r: Resolved, pricing: Pricing, warm: bool, outcome: _Outcome
+        self, at: int, r: Resolved, pricing: Pricing, warm: bool, outcome: Outcome
     ) -> CompactResult:
         """The compaction's answer: the history, where its breakpoints go (anchors before
         the edits still waiting) and how long each keeps its entry, and the prompt cache told
         of the call."""
-        history = self.history
-        cache = self._cache
-        mark = cache.reply
+        before = self._calls.state
         call = self._call(r, pricing, at)
-        # Where each waiting edit's first entry is: where its candidate says when that still
-        # holds its first key (the history changed nothing before it since), else looked up.
-        keys, unchanged, n = history.keys, call.unchanged, len(history.keys)
-        starts: list[int] = []
-        free_waiting = 0
-        for c in outcome.waiting:
-            if c.edit.free_only:  # it waits for a cold cache: no anchor pays for it
-                free_waiting += c.saving
-                continue
-            k, p = c.edit.first_key, c.start
-            if p >= n or keys[p] != k:
-                p = bisect_left(keys, k)
-                if p >= n or keys[p] != k:
-                    continue
-            if p < unchanged:
-                starts.append(p)
-        breakpoints = cache.prompt.place(call, starts)
-        placed = cache.prompt.lifetimes(call, breakpoints, free_waiting)
-        prompt, bill = cache.prompt.called(
-            call,
-            placed,
-            off_total=history.total_tokens + cache.density_saved,
-            off_long=r.values.cache_ttl == "1h",
+        told = self._calls.told(
+            self.history, call, r.values, outcome.waiting, self.model, self.masked_outputs
         )
-        # The same history keeps its revision (a call that changed nothing names the one
-        # the client holds); the cache's bookkeeping of the call goes on all the same.
-        stable = min(call.unchanged, mark.raw_len)  # of the history the client holds
-        same = mark.revision > 0 and stable == call.length == mark.raw_len
-        revision = mark.revision if same else mark.revision + 1
-        curated = history.curated()
-        self._cache = replace(
-            cache,
-            prompt=prompt,
-            reply=ReplyMark(revision, call.length, len(curated)),
-            free_pending=free_waiting,
-            expected=_expected(bill),
-        )
-        self._sent = _Sent(self._cache, cache, unchanged)
-        history.mark_stable()
-        self._told_waiting = "unknown"  # a new call: what ended the last one is past
-        self._note_call(bill, refresh=False)
-        report = CacheReport(
-            pricing=pricing.name,
-            stable_prefix=history.curated_index(stable),
-            edits_applied=outcome.applied,
-            edits_pending=cache.pending_edits,
-            pending_tokens=cache.pending_tokens,
-            cold=not warm,
-            **self._marks(placed),
-            refresh_at=self._refresh_at(r, pricing, prompt, free_waiting),
-        )
-        previous = self._revision(mark.revision) if mark.revision else None
-        return CompactResult(
-            history=curated,
+        return compacted(
+            self.history,
+            told,
+            outcome,
+            before,
             status=self.status(r),
-            density=outcome.density,
-            compression=outcome.compression,
-            over_limit=outcome.over,
-            revision=self._revision(revision),
-            previous=previous,
-            cache=report,
-            steps=outcome.steps,
-            bill=bill,
-        )
-
-    def _marks(self, placed: Placed) -> dict[str, Any]:
-        """``cache.breakpoints`` and ``cache.breakpointTtls``: the placed breakpoints as
-        indices of the curated history (an empty model answer is not sent, so a breakpoint
-        after one goes on the entry before it)."""
-        history = self.history
-        marks: dict[int, bool] = {}
-        for b, long in zip(placed.breakpoints, placed.long, strict=True):
-            index = history.curated_index(b) - 1
-            if index >= 0:
-                marks[index] = marks.get(index, False) or long
-        indices = sorted(marks)
-        return {
-            "breakpoints": indices,
-            "breakpoint_ttls": ["1h" if marks[i] else "5m" for i in indices],
-        }
-
-    def _refresh_at(
-        self, r: Resolved, pricing: Pricing, prompt: PromptCache, free_waiting: int
-    ) -> int | None:
-        """With ``cache.refresh``: when a refresh call pays, if no model call comes first."""
-        if not r.values.cache_refresh or not prompt.held:
-            return None
-        return next_refresh(
-            ledger=prompt.ledger,
             pricing=pricing,
-            held=prompt.held,
-            tokens_between=self.history.tokens_between,
-            free_waiting=free_waiting,
-            idle_limit=r.values.cache_refresh_idle_seconds * 1000,
-            can_lengthen=r.values.cache_ttl == "auto",
+            warm=warm,
+            epoch=self.epoch,
         )
 
     # -- a refresh call ------------------------------------------------------------------
@@ -929,141 +481,39 @@ class Session:
         When it does not pay, the history is empty and ``refreshAt`` null: nothing to send.
         ``RefreshTooEarly`` when ``at`` comes before the session's last call."""
         at = self._clock() if at is None else at
-        prompt = self._cache.prompt
-        ledger = prompt.ledger
-        last = max(ledger.touched_at or 0, ledger.last_at or 0)
-        if at < last:
-            raise RefreshTooEarly(at, last)
         r = self.resolved()
         pricing = pricing_for(r.values, self.model)
-        history = self.history
         whole = self._call(r, pricing, at)
-        live = prompt.live(whole)
-        free = self._cache.free_pending
-        waiting = self._waiting()
-        pays = live and next_refresh(
-            ledger=ledger,
-            pricing=pricing,
-            held=live,
-            tokens_between=history.tokens_between,
-            free_waiting=free,
-            idle_limit=r.values.cache_refresh_idle_seconds * 1000,
-            can_lengthen=r.values.cache_ttl == "auto",
-            waiting=waiting,
-            at=at,
-        )
-        if not pays:
-            return self._refresh_reply(r, pricing, Entries(()), Placed((), ()), None, at, 0)
-        held_end = max(q for q, _, _ in live)
-        end = max(_request_end(history.raw, whole.length), _request_end(history.raw, held_end))
-        call = replace(whole, length=end, unchanged=min(whole.unchanged, end))
-        placed = prompt.refresh_placed(call)
-        read = prompt.reading(call, placed.breakpoints)
-        written = history.tokens_between(read, end)
-        budget = ledger.budget(lifetimes=True) - pricing.read * history.tokens_between(0, read)
-        if written * pricing.write > budget:  # what came since waits for the next call
-            end = _request_end(history.raw, held_end)
-            call = replace(whole, length=end, unchanged=min(whole.unchanged, end))
-            placed = prompt.refresh_placed(call)
-            written = 0
-        if (
-            r.values.cache_ttl == "auto"
-            and placed.breakpoints
-            and not placed.long[-1]
-            and written * pricing.write_price(True) <= budget
-            and long_pays(
-                ledger=ledger,
-                pricing=pricing,
-                due=at,
-                written=written,
-                prefix_tokens=history.tokens_between(0, end),
-                waiting=waiting,
-            )
-        ):
-            placed = Placed(placed.breakpoints, (True,) * len(placed.breakpoints))
-        after, bill = prompt.refreshed(call, placed, REFRESH_PLAIN_TOKENS)
-        mark = self._cache.reply
-        if end > max(mark.raw_len, mark.held_len):
-            mark = replace(mark, held_len=end)
-        before = self._cache
-        self._cache = replace(before, prompt=after, reply=mark, expected=_expected(bill))
-        self._sent = _Sent(self._cache, before, None)
-        self._note_call(bill, refresh=True)
-        curated = history.curated()[: history.curated_index(end)]
-        return self._refresh_reply(r, pricing, curated, placed, bill, at, read)
-
-    def _refresh_reply(
-        self,
-        r: Resolved,
-        pricing: Pricing,
-        curated: Entries,
-        placed: Placed,
-        bill: CallBill | None,
-        at: int,
-        read: int,
-    ) -> CompactResult:
-        prompt = self._cache.prompt
-        report = CacheReport(
-            pricing=pricing.name,
-            stable_prefix=len(curated),
-            edits_applied=0,
-            edits_pending=self._cache.pending_edits,
-            pending_tokens=self._cache.pending_tokens,
-            cold=read == 0,
-            **self._marks(placed),
-            refresh_at=self._refresh_at(r, pricing, prompt, self._cache.free_pending)
-            if bill is not None
-            else None,
-        )
-        revision = self._revision(self._cache.reply.revision)
-        return CompactResult(
-            history=curated,
+        made = self._calls.refresh(self.history, whole, r.values, self.model, self.masked_outputs)
+        return refreshed(
+            self.history,
+            made,
+            self._calls.state,
             status=self.status(r),
-            density=None,
-            compression=None,
-            over_limit=False,
-            revision=f"{revision}.r{prompt.ledger.refreshes}",
-            previous=None,
-            cache=report,
-            bill=bill,
+            values=r.values,
+            pricing=pricing,
+            epoch=self.epoch,
         )
 
     def note_waiting(self, waiting: Waiting) -> None:
-        """The last call's answer, as a client that does not append it saw it end: calling
-        a tool (``tool``) or answering (``person``). A refresh decision uses it."""
-        self._told_waiting = waiting
-
-    def _waiting(self) -> Waiting:
-        """What the idle session waits on, from what the client appended since the last call:
-        the model's answer calling a tool (``tool``), or answering (``person``); else what the
-        client said of it (``note_waiting``)."""
-        history = self.history
-        since = self._cache.reply.raw_len
-        if len(history.raw) <= since:
-            return self._told_waiting
-        entry = history.raw[-1]
-        if entry.speaker != "ai":
-            return "unknown"
-        calls = any(isinstance(b, ToolCallBlock) for b in entry.blocks)
-        return "tool" if calls else "person"
-
-    def _revision(self, n: int) -> str:
-        return f"{self.epoch}-{n}" if self.epoch else str(n)
+        """The last call's answer, as a client that does not append it saw it end (``tool``
+        or ``person``): a refresh decision uses it (``Calls.note_waiting``)."""
+        self._calls.note_waiting(waiting)
 
     # -- all or nothing ------------------------------------------------------------------
 
     def snapshot(self) -> SessionSnapshot:
         """The session as it is now, for ``restore`` (cheap: the history's lists are taken
         by reference and length)."""
-        return SessionSnapshot(self.history.snapshot(), self.export_state(), len(self._calls))
+        return SessionSnapshot(self.history.snapshot(), self.export_state(), len(self._calls.log))
 
     def restore(self, snap: SessionSnapshot) -> None:
         """Put the session back as it was at ``snap`` (the one rollback path)."""
         self.history.restore_snapshot(snap.history)
         self.import_state(snap.state)
-        del self._calls[snap.calls :]
+        self._calls.log.forget_after(snap.calls)
         # Keys and transcript places of entries rolled back will be given again.
-        self._savings.forget()
+        self._proposals.forget()
         self._lineage.forget_after(len(self.history.transcript_json))
 
     # -- persistence (used only by the daemon's store) -----------------------------------
@@ -1080,15 +530,15 @@ class Session:
             masked_outputs=self.masked_outputs,
             masked_tokens=self.masked_tokens,
             dirty=self.dirty,
-            todos=tuple(self._todos),
-            todos_since=self._todos_since,
-            writes=dict(self._writes),
+            todos=self._todos.todos,
+            todos_since=self._todos.since,
+            writes=dict(self._proposals.writes),
             model=self.model,
             epoch=self.epoch,
             lineage=self._lineage.runs,
             cache=replace(
-                self._cache,
-                reply=replace(self._cache.reply, changed_from=self.history.changed_from),
+                self._calls.state,
+                reply=replace(self._calls.state.reply, changed_from=self.history.changed_from),
             ),
         )
 
@@ -1099,78 +549,13 @@ class Session:
         self.masked_outputs = state.masked_outputs
         self.masked_tokens = state.masked_tokens
         self.dirty = state.dirty
-        self._todos = list(state.todos)
-        self._todos_since = state.todos_since
-        self._writes = dict(state.writes)
+        self._todos = TodoList(tuple(state.todos), state.todos_since)
+        self._proposals.writes = dict(state.writes)
         self.model = state.model
         self.epoch = state.epoch
-        self._cache = state.cache
+        self._calls.state = state.cache
         self._lineage.runs = state.lineage
         self.history.mark_stable(state.cache.reply.changed_from)
-
-
-@dataclass(frozen=True)
-class UsageCheck:
-    """A call as the daemon expected it billed, and as the provider billed it."""
-
-    expected_tokens: int
-    expected_read: int
-    expected_write: int
-    billed_tokens: int
-    billed_read: int
-    billed_write: int
-
-    @property
-    def off(self) -> bool:
-        """Whether the share of input read from the cache is more than a quarter off what
-        the daemon expected (the counts differ anyway: the provider's include the system
-        prompt and tools, and its tokenizer is its own)."""
-        if not self.expected_tokens or not self.billed_tokens:
-            return False
-        expected = self.expected_read / self.expected_tokens
-        billed = self.billed_read / self.billed_tokens
-        return abs(expected - billed) > MISPREDICTED
-
-
-MISPREDICTED = 0.25
-"""How far the billed share of input read from the cache may be from the expected one before
-the call counts as mispredicted."""
-
-
-class RefreshTooEarly(ValueError):
-    """``history/refresh`` at a time before the session's last call."""
-
-    def __init__(self, at: int, last: int) -> None:
-        super().__init__(f"at: {at} is before the session's last call ({last})")
-
-
-def _request_end(entries: Sequence[IContent], length: int) -> int:
-    """The longest prefix of ``entries[:length]`` that a request may end with, a line of
-    user text to follow: none of its tool calls left without a result."""
-    open_calls: set[str] = set()
-    end = 0
-    for i in range(length):
-        entry = entries[i]
-        for block in entry.blocks:
-            if isinstance(block, ToolCallBlock):
-                open_calls.add(block.id)
-            elif isinstance(block, ToolResponseBlock):
-                open_calls.discard(block.call_id)
-        if not open_calls:
-            end = i + 1
-    return end
-
-
-def _expected(bill: CallBill) -> tuple[int, int, int]:
-    charge = bill.charge
-    return charge.total, charge.read, charge.write + charge.write_long
-
-
-def _unchanged(mark: ReplyMark, changed_from: int | None) -> int:
-    """How many entries at the head of the working view are as the provider last saw them
-    (the previous reply, or a refresh call's longer request since)."""
-    sent = max(mark.raw_len, mark.held_len)
-    return sent if changed_from is None else min(sent, changed_from)
 
 
 def _merge_density(first: DensityReport | None, second: DensityReport) -> DensityReport:

@@ -176,3 +176,21 @@ def latest_todo_write(history: Sequence[IContent]) -> tuple[int, list[Todo]] | N
             if todos is not None:
                 return index, todos
     return None
+
+
+@dataclass(frozen=True)
+class TodoList:
+    """The list the client pushed last, with the transcript's length when it came: the newer
+    of it and the history's latest todo-write call is the agent's list (REQ-HD-011.2)."""
+
+    todos: tuple[Todo, ...] = ()
+    since: int = 0
+    """Entries in the transcript when the client pushed the list."""
+
+    def active(self, transcript: Sequence[IContent]) -> list[Todo]:
+        """The agent's todos still to do, as of ``transcript``."""
+        todos: Sequence[Todo] = self.todos
+        latest = latest_todo_write(transcript)
+        if latest is not None and latest[0] >= self.since:
+            todos = latest[1]
+        return [t for t in todos if t.active]

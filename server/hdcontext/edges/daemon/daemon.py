@@ -7,45 +7,46 @@ PROTOCOL.md lists; anything else is a bug, answered -32603 with the exception's 
 text could quote the conversation) and logged without the message for the same reason.
 
 This module knows the protocol's meaning but not pygls: it talks to the client through the
-small ``Client`` interface that server.py implements.
+small ``Client`` interface that server.py implements. Where a group of requests has a module
+of its own (a resent conversation taken in, ``syncs.py``; a call's usage, ``usage.py``; the
+savings view, ``savings.py``; packing after a compaction, ``packing.py``), the methods here
+keep their names and hand the work to it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import traceback
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from ...core.cache.rhythm import Waiting, waiting_after
+from ...core.cache.refresh_call import RefreshTooEarly
+from ...core.cache.rhythm import Waiting
+from ...core.compression.compressor import SessionSummarizer
 from ...core.compression.types import CompressionError, SummarizerError
 from ...core.content import Block, IContent, entries_json
-from ...core.history.history import Prepared
 from ...core.history.stored import Entries
 from ...core.session.replies import Status, SyncReply
-from ...core.session.session import (
-    CompactResult,
-    RefreshTooEarly,
-    Session,
-    SessionSummarizer,
-    SyncOutcome,
-    UsageCheck,
-)
+from ...core.session.reply import CompactResult
+from ...core.session.session import Session, SyncOutcome
 from ...core.settings import FIELDS, SettingError, resolve
-from ..storage.store import Store, StoreError
+from ..storage.store import Store
 from . import memory
-from .conversation import Conversation
 from .conversation import conversation as resent_conversation
+from .decided import decided
 from .ide_settings import IdeSettings
 from .json_text import JsonText
+from .packing import Packer
 from .prompt_file import load_compression_prompt
 from .retention import Pruner, Retention
+from .savings import savings
 from .sessions import Registry, UnknownSession
-from .watcher import DiskWatcher, writes_after_reads
+from .syncs import Syncs, open_session
+from .usage import UsageReports
+from .watcher import DiskWatcher
 from .wire import (
     AppendParams,
     CompactParams,
@@ -54,21 +55,16 @@ from .wire import (
     OpenParams,
     RefreshParams,
     RetrieveParams,
-    SavingsParams,
     SessionParams,
     SetOverrideParams,
     SyncParams,
     TodosParams,
-    UsageParams,
     WireError,
     internal_error,
     invalid_params,
-    parse_entries_from,
     parse_entries_param,
     parse_params,
     parse_todos_param,
-    parse_usage,
-    storage_unusable,
     summarizer_failed,
     unknown_call,
     unknown_session,
@@ -79,11 +75,6 @@ log = logging.getLogger(__name__)
 TOKENS_NOTIFICATION = "history/tokens"
 SETTINGS_WAIT_S = 10.0
 """How long a request waits for a settings pull in flight before using what it has."""
-INLINE_ENTRIES = 16
-"""``sync_compact`` digests and counts up to this many new entries on the event loop."""
-
-PACK_AFTER_S = 1.0
-"""How long a session is left idle after a compaction before what it let go of is packed."""
 
 R = TypeVar("R")
 
@@ -134,10 +125,9 @@ class Daemon:
         self._settings_pull: asyncio.Future[None] | None = None
         self._prompt = load_compression_prompt(storage_dir)
         self._large: set[str] = set()  # sessions whose next compaction follows a large append
-        self._noted: set[str] = set()  # sessions whose usage no commit has saved yet
-        self._packs: dict[str, asyncio.TimerHandle] = {}  # sessions with entries to pack
-        self._packing: set[asyncio.Task[int]] = set()
-        self._packed_bytes = 0  # saved by packing since the last trim
+        self._reports = UsageReports(self.registry, self._notify)  # history/usage, noted or saved
+        self._packer = Packer(self.registry)  # what compactions let go of, packed when idle
+        self._syncs = Syncs(self.registry, self._synced, self.update_watcher)
         self._without_retrieve: set[str] = set()
         self.retention = retention
         """How long idle sessions are kept (``None``: the daemon deletes none by itself)."""
@@ -235,10 +225,7 @@ class Daemon:
         daemon served, which nobody uses any more (the store must still be open)."""
         await self.registry.settle_saves()
         await self.watcher.stop()
-        for handle in self._packs.values():
-            handle.cancel()
-        self._packs.clear()
-        await asyncio.gather(*self._packing, return_exceptions=True)
+        await self._packer.stop()
         if self._pruner is None:
             return
         await self._pruner.stop()
@@ -275,7 +262,7 @@ class Daemon:
         # The chat's model limit is this session's contextLimit: an override, so it wins over
         # the IDE setting and history/settings shows where it came from.
         async with self.registry.lock(p.session_id):
-            session = await self._open(p.session_id, p.model, p.context_limit)
+            session = await open_session(self.registry, p.session_id, p.model, p.context_limit)
             self._notify(session)
             status = session.status().to_wire()
         await self.update_watcher()
@@ -288,7 +275,7 @@ class Daemon:
         p = parse_params(SyncParams, raw)
         digests = await asyncio.to_thread(conversation.digests)
         async with self.registry.lock(p.session_id):
-            taken = await self._sync_entries(p.session_id, conversation, digests)
+            taken = await self._syncs.entries(p.session_id, conversation, digests)
             session, held, new, prepared = taken
 
             def change() -> SyncOutcome:
@@ -333,7 +320,7 @@ class Daemon:
         result comes before the commit is on disk (``Registry.commit_then_save``): the
         session's lock stays held until it is, and ``registry.saving(session_id)`` is the
         write while it runs."""
-        return await self._sync_then(
+        return await self._syncs.then(
             raw, lambda session: session.compact(0, at), overrides, save_later
         )
 
@@ -346,129 +333,25 @@ class Daemon:
         async def passed(session: Session) -> CompactResult:
             return session.passed(at)
 
-        return await self._sync_then(raw, passed)
+        return await self._syncs.then(raw, passed)
 
     async def warm(self, session_id: str, digests: Sequence[bytes] = ()) -> list[bytes] | None:
         """Load a stored session and make what its next compaction would make first
         (``Session.warm``), off the event loop; its working view's entries as stored (what
         its last request sent), or None when it is not stored. The proxy's start, for the
         conversations it served last: their next request is then a turn's work."""
-        async with self.registry.lock(session_id):
-            try:
-                session = await self.registry.get(session_id)
-            except UnknownSession:
-                return None
-            await asyncio.to_thread(session.warm, digests)
-            blobs = list(session.history.raw_json)
-        if len(blobs) >= memory.LARGE_APPEND:
-            memory.release()  # loading it left free pages behind
-        return blobs
+        return await self._syncs.warm(session_id, digests)
 
     async def knows(self, session_id: str) -> bool:
         """Whether the session is loaded or stored (without loading it)."""
         return session_id in self.registry.loaded_ids() or await self.store.exists(session_id)
 
-    async def _sync_then(
-        self,
-        raw: object,
-        then: Callable[[Session], Awaitable[CompactResult]],
-        overrides: Mapping[str, object] | None = None,
-        save_later: bool = False,
-    ) -> CompactResult:
-        """A sync and ``then`` in one commit. What is small is done on the event loop: the
-        digests a ``Conversation`` holds made already, a handful of new entries counted (a
-        hand-off to a thread costs more)."""
-        conversation = resent_conversation(raw)
-        p = parse_params(SyncParams, raw)
-        if len(conversation) <= INLINE_ENTRIES:
-            digests = conversation.digests()
-        else:
-            digests = await asyncio.to_thread(conversation.digests)
-        lock = self.registry.lock(p.session_id)
-        await lock.acquire()
-        saving: asyncio.Future[None] | None = None
-        try:
-            taken = await self._sync_entries(p.session_id, conversation, digests)
-            session, held, new, prepared = taken
-
-            outcome: list[SyncOutcome] = []  # for the DEBUG line
-
-            async def change() -> CompactResult:
-                if p.model:
-                    session.model = p.model
-                if p.context_limit is not None:
-                    session.set_override("contextLimit", p.context_limit)
-                for key, value in (overrides or {}).items():
-                    if session.overrides.get(key) != value:
-                        session.set_override(key, value)
-                outcome.append(session.sync(held, digests, prepared))
-                # After the sync: the reads it appended are settled too, as a compact's are.
-                await self._settle_disk(session)
-                return await then(session)
-
-            try:
-                if save_later:
-                    result, saving = await self.registry.commit_then_save(
-                        session, change, model=p.model
-                    )
-                else:
-                    result = await self.registry.commit(
-                        session, change, cancellable=True, model=p.model
-                    )
-            except SummarizerError as err:
-                raise summarizer_failed(str(err)) from None
-            except CompressionError as err:
-                provider = session.resolved().values.summarizer_provider
-                raise summarizer_failed(f"summarizer '{provider}' failed: {err}") from None
-            self._noted.discard(p.session_id)  # saved with this commit
-            conversation.settle(digests)
-            self._notify(session, result.status)
-            self._pack_soon(p.session_id)
-        finally:
-            if saving is None:
-                lock.release()
-            else:  # held until the commit is on disk
-                saving.add_done_callback(lambda _: lock.release())
-        if log.isEnabledFor(logging.DEBUG):
-            synced = outcome[0]
-            log.debug(
-                "sync %s: %d entries sent, %d held already, %d appended, %s",
-                p.session_id,
-                len(digests),
-                held,
-                synced.appended,
-                "no fork" if synced.forked_at is None else f"forked at {synced.forked_at}",
-            )
-            log.debug("compact %s: %s", p.session_id, _decided(result))
-        if len(new) >= memory.LARGE_APPEND:
-            memory.release()
-        await self.update_watcher()
-        return result
-
-    async def _sync_entries(
-        self, session_id: str, conversation: Conversation, digests: list[bytes]
-    ) -> tuple[Session, int, list[IContent], Prepared]:
-        """What a sync appends, under the session's lock: the session (opened when new),
-        how many of ``digests`` it holds already, the entries after those (as the client's
-        bulk path gave them, else parsed), and those entries counted (on a thread when many)."""
-        session = await self.registry.find(session_id)
-        held = session.sync_point(digests) if session is not None else 0
-        given = conversation.entries_from(held)
-        new = given if given is not None else parse_entries_from(conversation.raw_from(held), held)
-        if session is None:
-            session = await self._open(session_id, None, None)
-        if len(new) <= INLINE_ENTRIES:
-            prepared = session.prepare(new)
-        else:
-            prepared = await asyncio.to_thread(session.prepare, new)
-        return session, held, list(new), prepared
-
-    async def _open(self, session_id: str, model: str | None, limit: int | None) -> Session:
-        overrides: dict[str, object] = {} if limit is None else {"contextLimit": limit}
-        try:
-            return await self.registry.open(session_id, model, overrides)
-        except SettingError as err:
-            raise invalid_params([f"contextLimit: {err}"]) from None
+    def _synced(self, session_id: str, session: Session, status: Status) -> None:
+        """A sync and what followed it committed: the usage noted of the session was saved
+        with it, the client hears, and what a compaction let go of is packed soon."""
+        self._reports.saved(session_id)
+        self._notify(session, status)
+        self._packer.soon(session_id)
 
     async def usage(
         self,
@@ -481,7 +364,7 @@ class Daemon:
         hour, and ``waiting``: what the answer left the session waiting on, from an edge in
         this process that read them in the provider's answer (the proxy); a client on the
         wire says them with ``cacheWrite1hTokens`` and ``stopReason``."""
-        return await self._usage(raw, write_1h_tokens, waiting, save=True)
+        return await self._reports.told(raw, write_1h_tokens, waiting, save=True)
 
     async def note_usage(
         self,
@@ -490,59 +373,22 @@ class Daemon:
         write_1h_tokens: int | None = None,
         waiting: Waiting = "unknown",
     ) -> dict[str, Any]:
-        """``history/usage`` without a disk write of its own: the figures count at once (the
-        status, the next compaction's schedule) and are saved with the session's next commit
-        (its ``calls`` row too, updated before that commit's own call is added), or by
-        ``save_noted``. The proxy's way: a call's usage is read as its answer ends, and a
-        commit of its own would hold up the conversation's next request (and every other
-        session's, behind it on the store's one thread). A crash loses the last call's
-        figures at most, never an entry. ``waiting`` as for ``usage``."""
-        return await self._usage(raw, write_1h_tokens, waiting, save=False)
-
-    async def _usage(
-        self, raw: object, write_1h_tokens: int | None, waiting: Waiting, *, save: bool
-    ) -> dict[str, Any]:
-        p = parse_usage(raw)
-        waiting = _waiting(p, waiting)
-        async with self.registry.lock(p.session_id):
-            session = await self.registry.get(p.session_id)
-            if waiting != "unknown":
-                session.note_waiting(waiting)
-            if save:
-                check = await self.registry.commit(
-                    session, lambda: _record_usage(session, p, write_1h_tokens)
-                )
-            else:
-                check = _record_usage(session, p, write_1h_tokens)
-                self._noted.add(p.session_id)
-            _log_check(p.session_id, check)
-            self._notify(session)
-            return session.status().to_wire()
+        """``history/usage`` without a disk write of its own: the figures count at once and
+        are saved with the session's next commit, or by ``save_noted`` (``usage.py``). The
+        proxy's way. ``waiting`` as for ``usage``."""
+        return await self._reports.told(raw, write_1h_tokens, waiting, save=False)
 
     async def note_refused(self, session_id: str) -> bool:
         """The session's last call never reached the model (``Session.call_refused``), from
         an edge in this process that saw the upstream's answer (the proxy): saved as
         ``note_usage``'s figures are. False when there was nothing to take back. Not on the
         wire: PROTOCOL.md has no way for a client to say it yet."""
-        async with self.registry.lock(session_id):
-            session = await self.registry.find(session_id)
-            if session is None or not session.call_refused():
-                return False
-            self._noted.add(session_id)
-            self._notify(session)
-            return True
+        return await self._reports.refused(session_id)
 
     async def save_noted(self, session_id: str | None = None) -> None:
         """Save the usage ``note_usage`` counted and no commit has saved yet (of one session,
         or of all): before a session is unloaded, and before the daemon stops."""
-        for sid in [session_id] if session_id is not None else sorted(self._noted):
-            if sid not in self._noted:
-                continue
-            async with self.registry.lock(sid):
-                self._noted.discard(sid)
-                session = await self.registry.find(sid)
-                if session is not None:
-                    await self.registry.commit(session, lambda: None)
+        await self._reports.save_noted(session_id)
 
     async def refresh(self, raw: object) -> dict[str, Any]:
         """``history/refresh``: what a refresh call sends now (an empty history when none
@@ -606,7 +452,7 @@ class Daemon:
         entries rather than as a JSON reply (the proxy exports it to a provider's format)."""
         async with self.registry.lock(session_id):
             session = await self.registry.get(session_id)
-            await self._settle_disk(session)
+            await self.registry.settle_disk(session)
             try:
                 result = await self.registry.commit(
                     session, lambda: session.compact(pending_tokens, at), cancellable=True
@@ -617,53 +463,18 @@ class Daemon:
                 provider = session.resolved().values.summarizer_provider
                 raise summarizer_failed(f"summarizer '{provider}' failed: {err}") from None
             self._notify(session, result.status)
-            self._pack_soon(session_id)
+            self._packer.soon(session_id)
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("compact %s: %s", session_id, _decided(result))
+            log.debug("compact %s: %s", session_id, decided(result))
         if session_id in self._large:
             self._large.discard(session_id)
             memory.release()  # so does the first look at a large batch of entries
         return result
 
-    def _pack_soon(self, session_id: str) -> None:
-        """Pack what the compaction let go of (``Session.pack_left``) once the session has
-        been idle ``PACK_AFTER_S``: memory, not the answer's time (a zlib pass of some
-        milliseconds at a large first compaction). A compaction meanwhile puts it off."""
-        handle = self._packs.pop(session_id, None)
-        if handle is not None:
-            handle.cancel()
-        loop = asyncio.get_running_loop()
-        self._packs[session_id] = loop.call_later(PACK_AFTER_S, self._pack, session_id)
-
-    def _pack(self, session_id: str) -> None:
-        self._packs.pop(session_id, None)
-        task = asyncio.ensure_future(self.pack_left(session_id))
-        self._packing.add(task)
-        task.add_done_callback(self._packing.discard)
-
     async def pack_left(self, session_id: str) -> int:
-        """``Session.pack_left`` of a loaded session, under its lock: the bytes it saved (0
-        for a session no longer loaded). Nothing is saved to disk: the store holds the JSON.
-        What the packed entries took is freed after everything around it was made, so the
-        heap keeps it unless trimmed: after ``memory.PACKED_RELEASE`` bytes (from one
-        session or several), a trim."""
-        async with self.registry.lock(session_id):
-            session = self.registry.loaded_session(session_id)
-            saved = 0 if session is None else session.pack_left()
-        self._packed_bytes += saved
-        if self._packed_bytes >= memory.PACKED_RELEASE:
-            self._packed_bytes = 0
-            memory.release()
-        return saved
-
-    async def _settle_disk(self, session: Session) -> None:
-        """Give the compaction every write that happened before it (see watcher.py)."""
-        self.registry.take_disk_writes(session)
-        if not session.resolved().values.watch_enabled:
-            return
-        reads = session.read_times()
-        for path, when in await writes_after_reads(reads):
-            session.note_write(path, when)
+        """``Session.pack_left`` of a loaded session, under its lock (``Packer.pack_left``):
+        the bytes it saved."""
+        return await self._packer.pack_left(session_id)
 
     async def get(self, raw: object) -> dict[str, Any]:
         p = parse_params(GetParams, raw)
@@ -737,38 +548,10 @@ class Daemon:
         return {"sessions": [s.to_wire() for s in await self.registry.statuses()]}
 
     async def savings(self, raw: object) -> dict[str, Any]:
-        """``stats/savings``: what the calls of these sessions (of the whole storage folder
-        when none are named) cost and would have cost without hdcontext, as the savings page
-        shows them (``core.stats.page_json``: counts, prices, model names and session ids,
-        never content), and with a ``nonce`` the page itself for the editor's webview.
-
-        Read through the daemon's own store (its thread, its connection: the folder's lock is
-        this daemon's), so a reply sees every commit answered before it; no session is locked
-        or loaded. A named session the folder does not hold is no error (a window may name one
-        deleted meanwhile): it is listed in ``missing`` and adds nothing."""
-        # Imported here: a daemon start does not pay for the savings view until it is asked.
-        from ...core.stats.costs import page_json
-        from ..stats.page import render
-        from ..stats.report import StatsError, of_rows
-
-        p = parse_params(SavingsParams, raw)
-        asked = None if p.sessions is None else list(dict.fromkeys(p.sessions))
+        """``stats/savings``: the editor's savings view (``savings.py``), priced with the
+        user's ``cache.prices``."""
         prices = resolve({}, self.settings.current()).values.cache_prices
-        try:
-            read = await self.store.calls_for_stats(asked)
-            report = await asyncio.to_thread(
-                of_rows, read.calls, read.overrides, read.stored, prices=prices, only=asked
-            )
-        except (StatsError, StoreError) as exc:
-            raise storage_unusable(f"the savings cannot be read: {exc}") from None
-        figures = page_json(report, str(self.storage_dir), None, time.time_ns() // 1_000_000)
-        page = None if p.nonce is None else await asyncio.to_thread(render, figures, nonce=p.nonce)
-        stored = set(read.stored)
-        return {
-            "figures": figures,
-            "html": page,
-            "missing": [] if asked is None else [sid for sid in asked if sid not in stored],
-        }
+        return await savings(self.store, self.storage_dir, prices, raw)
 
 
 def _compact_reply(result: CompactResult, reply: str, base: str | None) -> dict[str, Any]:
@@ -781,64 +564,6 @@ def _compact_reply(result: CompactResult, reply: str, base: str | None) -> dict[
         held, keep, entries = result.delta(base)
         return {"delta": {"base": held, "keep": keep, "entries": history_json(entries)}, **fields}
     return fields
-
-
-def _record_usage(
-    session: Session, p: UsageParams, write_1h_tokens: int | None
-) -> UsageCheck | None:
-    return session.record_usage(
-        p.input_tokens,
-        p.cache_read_tokens,
-        p.cache_write_tokens,
-        p.output_tokens,
-        at=p.at,
-        write_1h_tokens=write_1h_tokens if write_1h_tokens is not None else p.cache_write_1h_tokens,
-    )
-
-
-def _waiting(p: UsageParams, waiting: Waiting) -> Waiting:
-    """What the session waits on: as the edge in this process read it, else as the client's
-    ``stopReason`` says."""
-    return waiting if waiting != "unknown" else waiting_after(p.stop_reason)
-
-
-def _log_check(session_id: str, check: UsageCheck | None) -> None:
-    if check is not None and check.off:
-        # Counts only: a price model that does not fit the provider should show.
-        log.info(
-            "session %s: the provider read %d of %d input tokens from its cache, "
-            "where %d of %d were expected",
-            session_id,
-            check.billed_read,
-            check.billed_tokens,
-            check.expected_read,
-            check.expected_tokens,
-        )
-
-
-def _decided(result: CompactResult) -> str:
-    """What a compaction decided, for a DEBUG line: counts, names and positions only."""
-    cache = result.cache
-    parts = [f"passes {', '.join(s.name for s in result.steps) or 'none'}"]
-    density = result.density
-    if density is not None:
-        parts.append(
-            f"density removed {density.removals}, replaced {density.replacements} "
-            f"({density.tokens_before} → {density.tokens_after} tokens)"
-        )
-    if result.compression is not None:
-        c = result.compression
-        parts.append(f"compressed by {c.strategy} ({c.tokens_before} → {c.tokens_after} tokens)")
-    parts.append(
-        f"{result.status.entry_count} entries, {result.status.total_tokens} tokens"
-        f"{', over the limit' if result.over_limit else ''}"
-    )
-    parts.append(
-        f"cache {cache.pricing} {'cold' if cache.cold else 'warm'}: {cache.stable_prefix} "
-        f"entries as last time, edits {cache.edits_applied} applied, {cache.edits_pending} "
-        f"waiting ({cache.pending_tokens} tokens), breakpoints {cache.breakpoints}"
-    )
-    return "; ".join(parts)
 
 
 def _block_json(block: Block) -> Any:

@@ -36,6 +36,7 @@ from ...core.session.session import Session
 from ...core.settings import resolve
 from ..storage.store import Loaded, SaveOp, Store, WorkingChange, WorkingRow
 from . import memory
+from .watcher import writes_after_reads
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -388,6 +389,15 @@ class Registry:
         writes = list(inbox.items())
         inbox.clear()
         for path, when in writes:
+            session.note_write(path, when)
+
+    async def settle_disk(self, session: Session) -> None:
+        """Give the compaction every write that happened before it (see watcher.py)."""
+        self.take_disk_writes(session)
+        if not session.resolved().values.watch_enabled:
+            return
+        reads = session.read_times()
+        for path, when in await writes_after_reads(reads):
             session.note_write(path, when)
 
 

@@ -31,7 +31,7 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
-from ...core.session.session import CompactResult
+from ...core.session.reply import CompactResult
 from .anthropic import AnthropicApi
 from .api import Api, Unsupported
 from .compactor import Compacted, Compactor, NotJson, TooSlow, client_name

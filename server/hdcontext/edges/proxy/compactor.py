@@ -61,7 +61,7 @@ import orjson
 
 from ...core.content import IContent
 from ...core.history.sync import entry_digest
-from ...core.session.session import CompactResult
+from ...core.session.reply import CompactResult
 from ...core.validity import entry_turn, turn_calls, turn_problems
 from ..daemon import memory
 from ..daemon.conversation import Conversation as Resent
@@ -82,6 +82,7 @@ from .openai_cache import (
 )
 from .prefix import Layout, LayoutError, Splicer, after, common_prefix, find, walk
 from .resend import AsSent
+from .saving import SaveSoon
 from .upstream import abandon
 from .usage import Billed
 
@@ -99,10 +100,6 @@ KEPT_MEMO_BYTES = 48 * 1024 * 1024
 KEPT_SESSIONS = 8
 """The proxy's sessions the daemon keeps loaded (the ones used last); the others are in its
 storage, and a request for one loads it again."""
-SAVE_AFTER_S = 1.0
-"""A call's usage not saved by the conversation's next commit within this long is saved on
-its own (``Compactor.record``): soon enough for ``hdcontext stats`` and the page, late enough
-that an agent's next request, usually sooner, does not wait behind a write of its own."""
 PASS_BYTES = 256 * 1024
 """The size from which a conversation the daemon does not know is forwarded as it came and
 taken in meanwhile: a smaller one is taken in and compacted within its request (tens of
@@ -496,9 +493,8 @@ class Compactor:
         """A conversation the daemon does not know, this large or larger, goes as it came
         while it is taken in (``_pass``)."""
         self._ingests: dict[str, asyncio.Future[None]] = {}
-        self._timers: dict[str, asyncio.TimerHandle] = {}  # usage noted, not saved yet
-        self._saves: set[asyncio.Future[None]] = set()  # those saving now
-        self.save_after_s = SAVE_AFTER_S
+        self.saving = SaveSoon(daemon)
+        """What each call billed, saved soon after it was told (``saving.py``)."""
         self.context_limit: int | None = None
         """``contextLimit`` for the sessions the proxy opens (None: the settings' own)."""
         self._memos: OrderedDict[str, Memo] = OrderedDict()
@@ -937,7 +933,7 @@ class Compactor:
 
     async def record(self, session_id: str, billed: Billed, at: int | None = None) -> None:
         """``history/usage`` for the call just made: counted at once (``Daemon.note_usage``),
-        saved with the session's next commit, or ``save_after_s`` later if no commit came
+        saved with the session's next commit, or a moment later if no commit came
         first (then its ``calls`` row gets the bill). A conversation being taken in is taken
         in first."""
         at = now_ms() if at is None else at
@@ -947,14 +943,14 @@ class Compactor:
             write_1h_tokens=billed.cache_write_1h_tokens,
             waiting=billed.waits_on,
         )
-        self._save_soon(session_id)
+        self.saving.soon(session_id)
 
     async def refused(self, session_id: str) -> None:
         """The call just made for the conversation never reached the model
         (``Daemon.note_refused``): saved as ``record``'s usage is."""
         await self._taken_in(session_id)
         if await self.daemon.note_refused(session_id):
-            self._save_soon(session_id)
+            self.saving.soon(session_id)
 
     def taking_in(self) -> bool:
         """Whether a conversation is being taken in."""
@@ -971,33 +967,9 @@ class Compactor:
         if ingest is not None:
             await asyncio.shield(ingest)
 
-    def _save_soon(self, session_id: str) -> None:
-        """Save what the daemon noted ``save_after_s`` from now, unless a save waits already
-        (a commit meanwhile saves it sooner)."""
-        if session_id not in self._timers:
-            loop = asyncio.get_running_loop()
-            self._timers[session_id] = loop.call_later(self.save_after_s, self._save, session_id)
-
-    def _save(self, session_id: str) -> None:
-        del self._timers[session_id]
-        task = asyncio.ensure_future(self._save_noted(session_id))
-        self._saves.add(task)
-        task.add_done_callback(self._saves.discard)
-
-    async def _save_noted(self, session_id: str) -> None:
-        try:
-            await self.daemon.save_noted(session_id)  # nothing to do if a commit saved it
-        except Exception as exc:  # the next commit saves it
-            log.warning("usage of %s not saved yet: %s", session_id, type(exc).__name__)
-
     async def saved(self) -> None:
-        """Save now the usage still waiting for ``save_after_s``: before the proxy stops, and
-        for a reader that must see every call's bill on disk (tests)."""
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
-        await asyncio.gather(*self._saves)
-        await self.daemon.save_noted()
+        """Save now the usage still waiting to be saved (``saving.py``)."""
+        await self.saving.now()
 
     async def close(self) -> None:
         """Finish taking in what is being taken in, and save what is not saved yet (the last

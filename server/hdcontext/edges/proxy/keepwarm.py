@@ -30,7 +30,7 @@ from typing import Any
 
 from multidict import CIMultiDict
 
-from ...core.session.session import CompactResult
+from ...core.session.reply import CompactResult
 
 log = logging.getLogger(__name__)
 

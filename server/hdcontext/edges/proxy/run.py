@@ -23,8 +23,9 @@ from typing import Any
 from aiohttp import web
 from yarl import URL
 
+from ...core.compression.compressor import SessionSummarizer
 from ...core.compression.types import SummarizeRequest, SummarizerError
-from ...core.session.session import CompactResult, SessionSummarizer
+from ...core.session.reply import CompactResult
 from ...core.settings import Settings, resolve
 from ...core.tokens import encoding
 from ..daemon import memory
