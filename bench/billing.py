@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hdcontext.core.prices import lookup, multiples
@@ -139,6 +139,23 @@ PRICE_MODELS: dict[str, PriceModel] = {
 }
 MAIN = "anthropic"
 
+RESPONSES_PRICE_MODELS: dict[str, PriceModel] = {
+    "gpt_5_6": PRICE_MODELS["gpt_5_6"],
+    "prefix": priced(
+        "gpt-5-codex",
+        "OpenAI before GPT-5.6 as Codex's own models bill (gpt-5-codex, like gpt-5.1-codex, "
+        "gpt-5.2-codex, gpt-5.4: reads 0.1×, no write fee, any shared prefix; the row's five "
+        "minutes in memory, which codex_replay.py sets to what each request asks)",
+    ),
+}
+"""The Responses API's price models for the Codex replay (``codex_replay.py``): GPT-5.6's
+breakpoints and write premium, and the any-prefix cache of the models Codex ran before it."""
+
+
+def lifetime(price: PriceModel, seconds: int) -> PriceModel:
+    """``price`` with entries that live ``seconds`` (OpenAI's ``prompt_cache_retention``)."""
+    return replace(price, ttl_ms=seconds * 1000)
+
 
 Entry = tuple[int, int, Sequence[bytes]]
 """(when last written or read, ms; how long it lives after that, ms; the request that wrote
@@ -153,6 +170,8 @@ class Bill:
     total: float = 0.0
     reads: int = 0
     """Tokens read from the cache."""
+    last_read: int = 0
+    """Of those, the last request's (what its usage reports as cached)."""
     lost: int = 0
     """Tokens the provider held that a request wrote again."""
     rewrites: int = 0
@@ -243,6 +262,7 @@ class Bill:
         )
         self.total += cost
         self.reads += prefix[hit]
+        self.last_read = prefix[hit]
         self.touched_at = at
         return hit, cost
 

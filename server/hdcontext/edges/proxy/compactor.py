@@ -355,11 +355,23 @@ def _glance(api: Api, raw: bytes, client: str) -> _Glance:
     body, elements, head = _parsed(api, raw)
     # The first entry may span several elements (the Responses API's items of one turn):
     # enough of them are read that it is whole, as reading the conversation whole reads it.
-    first = elements[head : head + GLANCED]
+    first = _whole_turns(api, elements[head:], GLANCED)
     api.check(first, 0)
     entries = api.import_messages(first, head)
     wire = entries[0].to_wire() if entries else None
     return _Glance(body, session_id_for(api, client, api.start(body, elements[:head]), wire))
+
+
+def _whole_turns(api: Api, elements: list[Any], at_most: int) -> list[Any]:
+    """The first ``at_most`` elements, less a turn of the model they cut (one whose items go
+    on after them): checked alone, its reasoning would be read as led by nothing, and the
+    request refused. Cut before the last element that opens a turn, if one does."""
+    if len(elements) <= at_most or api.opens(elements[at_most], elements[at_most - 1]):
+        return elements[:at_most]
+    for end in range(at_most - 1, 0, -1):
+        if api.opens(elements[end], elements[end - 1]):
+            return elements[:end]
+    return elements[:at_most]
 
 
 def _take_whole(api: Api, raw: bytes, client: str, parsed: dict[str, Any] | None = None) -> _Taken:
