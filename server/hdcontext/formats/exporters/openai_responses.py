@@ -92,7 +92,7 @@ def _human(entry: IContent, losses: Losses) -> list[dict[str, Any]]:
         return []
     if shape is None:
         return [_message(role, parts)]
-    return [_filled({**shape, "role": shape.get("role", role)}, {"content": parts})]
+    return [_filled(shape, {"role": role, "content": parts})]
 
 
 def _input_part(block: object, losses: Losses) -> dict[str, Any] | None:
@@ -148,7 +148,7 @@ def _model_items(entry: IContent, losses: Losses) -> list[dict[str, Any]]:
                 block = TextBlock(text=fenced(block))
             if message is None or isinstance(shape, dict):
                 start = shape if isinstance(shape, dict) else _message("assistant", [])
-                message = _filled(start, {"content": []})
+                message = _filled(start, {"role": "assistant", "content": []})
                 items.append(message)
             message["content"].append(_text_part(block, "output_text"))
         elif isinstance(block, ToolCallBlock):

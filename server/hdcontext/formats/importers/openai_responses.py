@@ -60,7 +60,7 @@ MODEL_KINDS: Final = CALL_KINDS | OPAQUE_KINDS
 PROMPT_ROLES: Final = frozenset({"system", "developer"})
 
 MAPPED: Final[Mapping[str, frozenset[str]]] = {
-    "message": frozenset({"content"}),
+    "message": frozenset({"role", "content"}),
     "function_call": frozenset({"call_id", "name", "arguments"}),
     "custom_tool_call": frozenset({"call_id", "name", "input"}),
     "local_shell_call": frozenset({"call_id", "action"}),
@@ -172,7 +172,7 @@ class _Builder:
     def message(self, item: Mapping[str, Any], where: str) -> None:
         role = item.get("role")
         if role == "assistant":
-            for block in _message_blocks(item, where, assistant=True):
+            for block in _message_blocks(item, where):
                 self.model(block)
             return
         if role not in ("user", *PROMPT_ROLES):
@@ -192,12 +192,10 @@ def template(item: Mapping[str, Any], kind: str) -> dict[str, Any]:
     return {k: (None if k in mapped else v) for k, v in item.items()}
 
 
-def _message_blocks(item: Mapping[str, Any], where: str, assistant: bool = False) -> list[Block]:
-    """A message's content as blocks, the first carrying the item (``openaiItem``, without
-    the role when the entry's metadata or the ``ai`` speaker says it)."""
+def _message_blocks(item: Mapping[str, Any], where: str) -> list[Block]:
+    """A message's content as blocks, the first carrying the item (``openaiItem``: its role
+    is the entry's metadata's or the ``ai`` speaker's, written back in its place)."""
     shape = template(item, "message")
-    if not assistant:
-        shape.pop("role", None)
     content = item.get("content")
     if isinstance(content, str):
         return [make(TextBlock, {"text": content}, **{ITEM: shape, PLAIN_TEXT: True})]
