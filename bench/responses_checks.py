@@ -9,7 +9,9 @@ read as OpenAI would and compared with Codex's:
 * the provider's pairing rules (``core.validity.payload_problems``), beyond any Codex's own
   request already broke;
 * each reasoning item sent is one of Codex's, the same JSON in the same key order, in Codex's
-  order, and followed by the item that followed it in Codex's request;
+  order, and followed by the item that followed it in Codex's request (the same item by its
+  kind and ids: an edit may have made its content shorter, as a call whose written content a
+  later whole view repeats is sent with its content left out);
 * everything up to the latest ``compaction`` item is Codex's, item for item (the compaction's
   summary stands for all that came before it);
 * the body's other members are Codex's, but for the retention the proxy may ask where it is
@@ -89,7 +91,16 @@ def _reasoning(
         if i <= last:
             found.append("reasoning out of Codex's order")
         last = i
-        following = raw_blobs[i + 1] if i + 1 < len(raw_blobs) else None
-        if following is not None and (j + 1 >= len(sent_blobs) or sent_blobs[j + 1] != following):
+        following = raw_items[i + 1] if i + 1 < len(raw_items) else None
+        after = items[j + 1] if j + 1 < len(items) else None
+        if following is not None and (
+            not isinstance(after, Mapping) or _identity(after) != _identity(following)
+        ):
             found.append("reasoning without the item it led")
     return found
+
+
+def _identity(item: Mapping[str, Any]) -> tuple[object, ...]:
+    """Which item an item is, whatever an edit made of its content (a call whose input a
+    later view repeats is sent shorter): its kind, its id and its call's id."""
+    return (item.get("type"), item.get("id"), item.get("call_id"), item.get("role"))

@@ -9,10 +9,10 @@ entry is one output item per response.
 
 Two rules of the API shape what is written:
 
-* A ``reasoning`` item leads the item the model wrote after it: the API refuses one "provided
-  without its required following item". So a reasoning item that nothing of its entry follows
-  any more (pruning took the call it led) goes with it; it is never split from its turn or
-  changed otherwise.
+* A ``reasoning`` item leads the item the model wrote right after it: the API refuses one
+  "provided without its required following item". So a reasoning item whose next item is gone
+  (pruning took the call it led, leaving nothing or another reasoning item after it) goes with
+  it; it is never split from its turn or changed otherwise.
 * Thinking that did not come from this API (another provider's, or reasoning given as text)
   cannot be sent back: OpenAI takes only its own encrypted items. It is left out and counted.
 """
@@ -20,7 +20,7 @@ Two rules of the API shape what is written:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...core.content import (
@@ -37,10 +37,12 @@ from ..importers.openai_responses import (
     ARGUMENTS,
     CUSTOM_INPUT,
     ITEM,
+    LEADS,
     PART,
     PART_FIELD,
     PLAIN_TEXT,
     arguments_json,
+    lead_key,
 )
 from .common import Losses, extra, fenced, response_text
 
@@ -133,12 +135,16 @@ def _media_part(block: MediaBlock) -> dict[str, Any]:
 
 def _model_items(entry: IContent, losses: Losses) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
+    leads: dict[int, str] = {}  # a reasoning item's index: the item it led
     message: dict[str, Any] | None = None  # the assistant message being written
     for block in entry.blocks:
         shape = extra(block, ITEM)
         if isinstance(block, ThinkingBlock):
             message = None
             if isinstance(shape, dict):
+                led = extra(block, LEADS)
+                if isinstance(led, str):
+                    leads[len(items)] = led
                 items.append(dict(shape))
             else:
                 losses.drop("thinking")
@@ -156,7 +162,7 @@ def _model_items(entry: IContent, losses: Losses) -> list[dict[str, Any]]:
             items.append(_call(block))
         else:
             losses.drop(f"{type(block).__name__} in ai")
-    return _led(items, losses)
+    return _led(items, leads, losses)
 
 
 def _call(block: ToolCallBlock) -> dict[str, Any]:
@@ -203,12 +209,19 @@ def _output(block: ToolResponseBlock) -> dict[str, Any]:
     return {"type": "function_call_output", "call_id": block.call_id, "output": output}
 
 
-def _led(items: Sequence[dict[str, Any]], losses: Losses) -> list[dict[str, Any]]:
-    """``items`` without the reasoning items that no item of their own follows any more."""
+def _led(
+    items: Sequence[dict[str, Any]], leads: Mapping[int, str], losses: Losses
+) -> list[dict[str, Any]]:
+    """``items`` without the reasoning items the item they led no longer follows (pruning
+    took it): followed by nothing, by another reasoning item, or by another item than the
+    one it led (``leads``: by index, when the import said which)."""
     kept: list[dict[str, Any]] = []
     for i, item in enumerate(items):
-        if item.get("type") == "reasoning" and not any(
-            later.get("type") != "reasoning" for later in items[i + 1 :]
+        after = items[i + 1] if i + 1 < len(items) else None
+        if item.get("type") == "reasoning" and (
+            after is None
+            or after.get("type") == "reasoning"
+            or (i in leads and lead_key(after) != leads[i])
         ):
             losses.drop("reasoning without its following item")
             continue

@@ -48,6 +48,9 @@ ITEM: Final = "openaiItem"
 PART: Final = "openaiPart"
 ARGUMENTS: Final = "openaiArguments"
 PLAIN_TEXT: Final = "openaiText"
+LEADS: Final = "openaiLeads"
+"""On a reasoning item's block: which item it led (``lead_key``), so that the exporter can
+tell when pruning took that item and the reasoning must go with it."""
 
 CALL_KINDS: Final = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 OUTPUT_KINDS: Final = frozenset(
@@ -123,6 +126,7 @@ def from_items(items: Sequence[Any], offset: int = 0) -> list[IContent]:
     """The entries of ``items`` (``offset``: the index of the first, as errors name it)."""
     builder = _Builder()
     for index, item in enumerate(items, offset):
+        after = items[index - offset + 1] if index - offset + 1 < len(items) else None
         where = f"input[{index}]"
         if not isinstance(item, Mapping):
             raise FormatError(f"{where} is not an object")
@@ -132,7 +136,8 @@ def from_items(items: Sequence[Any], offset: int = 0) -> list[IContent]:
         elif kind in CALL_KINDS:
             builder.model(_call(item, str(kind), where))
         elif kind in OPAQUE_KINDS:
-            builder.model(_opaque(item))
+            leads = lead_key(after) if kind == "reasoning" and model_side(after) else None
+            builder.model(_opaque(item, leads))
         elif kind in OUTPUT_KINDS:
             builder.output(_output(item, str(kind), builder.names, where))
         else:
@@ -279,15 +284,27 @@ def arguments_json(parameters: object) -> str:
     return json.dumps(parameters, ensure_ascii=False, separators=(",", ":"))
 
 
-def _opaque(item: Mapping[str, Any]) -> ThinkingBlock:
+def lead_key(item: object) -> str | None:
+    """Which item of the model's an item is, whatever an edit made of its content: a call by
+    its call id, anything else by its kind and id."""
+    if not isinstance(item, Mapping):
+        return None
+    kind = kind_of(item)
+    if kind in CALL_KINDS:
+        return f"call {item.get('call_id')}"
+    return f"{kind} {item.get('id')}"
+
+
+def _opaque(item: Mapping[str, Any], leads: str | None = None) -> ThinkingBlock:
     """An item that goes back whole: its thought is what a reader may see of it (a
-    reasoning item's summary), the item itself is never changed."""
+    reasoning item's summary), the item itself is never changed; ``leads``: the item a
+    reasoning item led."""
     thought = ""
     summary = item.get("summary")
     if isinstance(summary, list):
         texts = [s.get("text") for s in summary if isinstance(s, Mapping)]
         thought = "\n\n".join(t for t in texts if isinstance(t, str))
-    return make(ThinkingBlock, {"thought": thought}, **{ITEM: dict(item)})
+    return make(ThinkingBlock, {"thought": thought}, **{ITEM: dict(item), LEADS: leads})
 
 
 def _output(
