@@ -342,3 +342,26 @@ async def test_the_agents_own_cache_lifetime_is_kept_and_counted_on(
     (status,) = await running.statuses()
     session = await running.daemon.registry.get(status["sessionId"])
     assert session.overrides.get("cache.ttlSeconds") == ttl_s
+
+
+@pytest.mark.parametrize(
+    ("model", "window"),
+    [("gpt-5.5", 272_000), ("gpt-6.2-sol", 500_000), ("gpt-4.1", 1_047_576), ("mystery", 200_000)],
+)
+async def test_a_session_compresses_near_its_own_models_window(
+    running: Running, model: str, window: int
+) -> None:
+    """The proxy's sessions take the window of the model a request names (the price table's,
+    by the model or its family), not a default that can be a fraction of it: a Codex session
+    compressing every turn from 170,000 tokens on, of 272,000, cost 1.99x sending everything.
+    A model the table does not know keeps the setting's."""
+    body = {"model": model, "input": [{"role": "user", "content": "hello"}], "store": False}
+    async with (
+        aiohttp.ClientSession() as client,
+        client.post(
+            running.url + "/v1/responses", json=body, headers={"Authorization": "Bearer sk-x"}
+        ) as response,
+    ):
+        assert response.status == 200
+    (status,) = await running.statuses()
+    assert status["contextLimit"] == window

@@ -260,8 +260,10 @@ def _parser() -> argparse.ArgumentParser:
         "--context-limit",
         type=_positive,
         default=None,
-        help="contextLimit of the sessions the proxy opens, in tokens (default: the setting's, "
-        "200,000): set it to the model's window, or compression starts early",
+        help="contextLimit of the sessions the proxy opens, in tokens (default: the window of "
+        "the model a request names, as the price table knows it: 200,000 for Claude, 272,000 "
+        "for GPT-5's, 1,048,576 for Gemini's; the setting's 200,000 for a model it does not "
+        "know)",
     )
     proxy.add_argument(
         "--cache-ttl",

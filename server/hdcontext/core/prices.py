@@ -99,6 +99,9 @@ class ModelPrice:
     note: str = ""
     unverified: tuple[str, ...] = ()
     """Fields no provider page gave: their value is the stated assumption of ``note``."""
+    context_window: int | None = None
+    """The input tokens the model takes (``CONTEXT_WINDOWS``); ``None``: not known. A
+    session priced by this row compresses near it, not near a window another model has."""
     bound_thinking: bool = False
     """Whether the model runs Anthropic's prefix check on the thinking blocks sent back to it
     ("preserved thinking"): a block whose prefix (system, tools, every earlier message) changed
@@ -659,7 +662,53 @@ GEMINI_ROWS: tuple[ModelPrice, ...] = (
     ),
 )
 
-PRICES: tuple[ModelPrice, ...] = ANTHROPIC_ROWS + OPENAI_ROWS + GEMINI_ROWS
+CONTEXT_WINDOWS: dict[str, int] = {
+    # Claude: 200,000 input tokens on the platform's models pages (1M only behind a beta header
+    # an agent sets itself).
+    "anthropic": 200_000,
+    # OpenAI, as Codex CLI 0.171's bundled model catalog gives each (its ``context_window``:
+    # the input the model takes; Codex compacts at 90% of it), and the models pages for the
+    # others: GPT-5 to 5.5, 400,000 with 128,000 of output, so 272,000 of input.
+    "gpt-6.2-sol": 500_000,
+    "gpt-6.1-sol": 500_000,
+    "gpt-6.2-astra": 272_000,
+    "gpt-6-astra": 272_000,
+    "gpt-6-sol": 272_000,
+    "gpt-6-luna": 272_000,
+    "gpt-5.6-sol": 272_000,
+    "gpt-5.6-terra": 272_000,
+    "gpt-5.6-luna": 272_000,
+    "gpt-5.5": 272_000,
+    "gpt-5.4": 272_000,
+    "gpt-5.4-mini": 272_000,
+    "gpt-5.4-nano": 272_000,
+    "gpt-5.3-codex": 272_000,
+    "gpt-5.2": 272_000,
+    "gpt-5.2-codex": 272_000,
+    "gpt-5.1": 272_000,
+    "gpt-5.1-codex-mini": 272_000,
+    "gpt-5": 272_000,
+    "gpt-5-mini": 272_000,
+    "gpt-5-nano": 272_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4.1-mini": 1_047_576,
+    "gpt-4.1-nano": 1_047_576,
+    "o3": 200_000,
+    "o4-mini": 200_000,
+    # Gemini: 1,048,576 input tokens on its models page, for every model it lists here.
+    "gemini": 1_048_576,
+}
+"""Each row's window, by its model or, for every row of it, by its provider."""
+
+
+def _windowed(rows: tuple[ModelPrice, ...]) -> tuple[ModelPrice, ...]:
+    return tuple(
+        replace(r, context_window=CONTEXT_WINDOWS.get(r.model) or CONTEXT_WINDOWS.get(r.provider))
+        for r in rows
+    )
+
+
+PRICES: tuple[ModelPrice, ...] = _windowed(ANTHROPIC_ROWS + OPENAI_ROWS + GEMINI_ROWS)
 
 FALLBACK: dict[str, str] = {
     "anthropic": "claude-opus-5-5",

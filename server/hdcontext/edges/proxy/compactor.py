@@ -61,6 +61,7 @@ import orjson
 
 from ...core.content import IContent
 from ...core.history.sync import entry_digest
+from ...core.prices import lookup
 from ...core.session.reply import CompactResult
 from ...core.validity import entry_turn, turn_calls, turn_problems
 from ..daemon import memory
@@ -156,6 +157,18 @@ class Compacted:
     """For a conversation taken in meanwhile (``passed``): set by the caller once the
     request went upstream and its answer came back, which the taking in waits for (it must
     not slow the request down: it holds the interpreter for seconds at 10×)."""
+
+
+def window_of(model: str | None) -> int | None:
+    """The input window of the model a request names, when the price table knows the model
+    itself (by its id or its family's): a session compresses near its own model's window,
+    not near a default that can be a fraction of it (Codex's models take 272,000 tokens;
+    compressing every turn from 170,000 on rewrote the whole cache at each, 1.99x the cost of
+    sending everything in one real session)."""
+    found = lookup(model)
+    if found.row is None or found.how not in ("exact", "family"):
+        return None
+    return found.row.context_window
 
 
 def _passed(raw: bytes, session: str) -> Compacted:
@@ -691,8 +704,9 @@ class Compactor:
         model = taken.body.get("model") or named
         if isinstance(model, str) and model:
             params["model"] = model
-        if self.context_limit is not None:
-            params["contextLimit"] = self.context_limit
+        limit = self.context_limit or window_of(model if isinstance(model, str) else None)
+        if limit is not None:
+            params["contextLimit"] = limit
         return params
 
     async def _pass(
