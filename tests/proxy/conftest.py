@@ -88,7 +88,7 @@ async def proxy_in_front_of(url: str, storage: Path) -> AsyncIterator[tuple[Prox
     prepare_folder(storage)
     daemon = Daemon(_NoEditor(), storage, IdeSettings())
     await daemon.start()
-    proxy = Proxy(daemon, anthropic=url, openai=url + "/v1")
+    proxy = Proxy(daemon, anthropic=url, openai=url + "/v1", gemini=url)
     await proxy.start("127.0.0.1", 0)
     try:
         yield proxy, daemon
