@@ -40,8 +40,11 @@ NOTHING_CACHED = {
     "output_tokens_details": {"reasoning_tokens": 8},
     "total_tokens": 20020,
 }
-MODEL = "gpt-5.5"
-"""A model of Codex's catalog with its classic tools (``exec_command``, ``apply_patch``)."""
+MODELS = ("gpt-5.5", "gpt-6.2-sol")
+"""Two models of Codex's catalog: one with its classic tools (``exec_command``,
+``apply_patch``), and its default, whose "code mode" offers one freeform tool, ``exec``, that
+runs JavaScript calling the same tools (``tools.exec_command({...})``), declared in an
+``additional_tools`` item that leads the input."""
 DONE = "Bumped VERSION to 1.0.1 in big_module.py."
 PROMPT = "In big_module.py, change VERSION from 1.0.0 to 1.0.1. Read the file first, then verify."
 PATCH = (
@@ -84,14 +87,27 @@ def codex_script(workspace: Path) -> Any:
         [{"type": "tool_use", "name": "exec_command", "input": read}],
         [{"type": "text", "text": DONE}],
     ]
+    js_read = f"const r = await tools.exec_command({json.dumps(read)});\ntext(r.output);\n"
+    js_patch = f"const r = await tools.apply_patch({json.dumps(PATCH)});\ntext(r);\n"
+    code_mode: list[list[dict[str, Any]]] = [
+        [{"type": "custom_tool_use", "name": "exec", "input": js_read}],
+        [
+            {"type": "text", "text": "I'll bump the version constant now."},
+            {"type": "custom_tool_use", "name": "exec", "input": js_patch},
+        ],
+        [{"type": "custom_tool_use", "name": "exec", "input": js_read}],
+        [{"type": "text", "text": DONE}],
+    ]
 
     def script(body: dict[str, Any]) -> list[dict[str, Any]]:
-        if not body.get("tools"):
+        items = body.get("input") or []
+        coded = bool(items) and items[0].get("type") == "additional_tools"
+        if not body.get("tools") and not coded:
             return [{"type": "text", "text": "A title"}]
         done = last_result_step(body)
         step = 0 if done is None else done + 1
         out = []
-        for k, block in enumerate(steps[min(step, len(steps) - 1)]):
+        for k, block in enumerate((code_mode if coded else steps)[min(step, len(steps) - 1)]):
             if block["type"] != "text":
                 block = {**block, "id": f"toolu_step{step}_{k}"}
             out.append(block)
@@ -100,12 +116,12 @@ def codex_script(workspace: Path) -> Any:
     return script
 
 
-def configure(home: Path, base_url: str) -> Path:
+def configure(home: Path, base_url: str, model: str) -> Path:
     """A private ``CODEX_HOME`` whose provider is ``base_url``: nothing else goes out."""
     codex_home = home / "codex"
     codex_home.mkdir(parents=True)
     (codex_home / "config.toml").write_text(
-        f"""model = "{MODEL}"
+        f"""model = "{model}"
 model_provider = "hdc"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
@@ -140,10 +156,10 @@ stream_max_retries = 0
 
 
 async def run_codex(
-    cli: Path, workspace: Path, home: Path, base_url: str
+    cli: Path, workspace: Path, home: Path, base_url: str, model: str
 ) -> tuple[int, list[dict[str, Any]], bytes]:
     """``codex exec`` on ``workspace``: its exit code, its JSON events, its stderr."""
-    codex_home = configure(home, base_url)
+    codex_home = configure(home, base_url, model)
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(home),
@@ -184,7 +200,7 @@ def _call_ids(body: dict[str, Any]) -> list[str]:
     return [str(i.get("call_id")) for i in body["input"] if i.get("type", "").endswith("call")]
 
 
-async def _once(tmp_path: Path, codex: Path, through_proxy: bool) -> dict[str, Any]:
+async def _once(tmp_path: Path, codex: Path, through_proxy: bool, model: str) -> dict[str, Any]:
     workspace = tmp_path / "workspace"
     workspace.mkdir(parents=True)
     module = big_module(workspace)
@@ -194,7 +210,7 @@ async def _once(tmp_path: Path, codex: Path, through_proxy: bool) -> dict[str, A
     tap, tap_runner, tap_url = await start_tap(running.url if through_proxy else running.fake_url)
     runners.append(tap_runner)
     try:
-        code, events, err = await run_codex(codex, workspace, tmp_path / "home", tap_url)
+        code, events, err = await run_codex(codex, workspace, tmp_path / "home", tap_url, model)
         figures = running.proxy.state.forwarded_as_sent()
         statuses = await running.statuses()
     finally:
@@ -211,11 +227,12 @@ async def _once(tmp_path: Path, codex: Path, through_proxy: bool) -> dict[str, A
     }
 
 
+@pytest.mark.parametrize("model", MODELS)
 async def test_codex_through_the_proxy_finishes_as_it_does_directly(
-    tmp_path: Path, codex: Path
+    tmp_path: Path, codex: Path, model: str
 ) -> None:
-    direct = await _once(tmp_path / "direct", codex, through_proxy=False)
-    proxied = await _once(tmp_path / "proxied", codex, through_proxy=True)
+    direct = await _once(tmp_path / "direct", codex, False, model)
+    proxied = await _once(tmp_path / "proxied", codex, True, model)
     assert direct["code"] == 0, direct["err"].decode(errors="replace")[-2000:]
     assert proxied["code"] == 0, proxied["err"].decode(errors="replace")[-2000:]
     assert final_text(proxied["events"]) == final_text(direct["events"]) == DONE

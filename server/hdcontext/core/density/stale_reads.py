@@ -32,6 +32,7 @@ from operator import itemgetter
 from typing import TypeVar
 
 from ..content import IContent, ToolCallBlock, ToolResponseBlock
+from ..tools.code_mode import seen_as
 from ..tools.files import path_parameters, resolve_path
 from ..tools.shell.commands import command_of, cwd_of
 from ..tools.summary import DISK_POINTER, covered_parameters, is_covered_input
@@ -154,6 +155,7 @@ class StaleReadPass:
         config = self._config
         for j, block in enumerate(entry.blocks):
             if isinstance(block, ToolCallBlock):
+                block = seen_as(block)  # a code-mode script as the call it makes
                 position = (key, j)
                 calls = self._calls.setdefault(block.id, [])
                 insort(calls, (position, self._kept(block)), key=_first)
@@ -187,6 +189,7 @@ class StaleReadPass:
         config = self._config
         for j, block in enumerate(entry.blocks):
             if isinstance(block, ToolCallBlock):
+                block = seen_as(block)
                 _discard(self._calls, block.id, (key, j))
                 self._dirty_ids.add(block.id)
                 if block.name in config.write_tools:
@@ -273,7 +276,7 @@ class StaleReadPass:
             assert isinstance(block, ToolCallBlock)
             parameters = covered_parameters(block.parameters)
             edit = None
-            if parameters != block.parameters:
+            if parameters != block.parameters and seen_as(block) is block:  # no script rewritten
                 pointed = block.model_copy(update={"parameters": parameters})
                 edit = Edit(self.rule, (BlockEdit(key, j, pointed),))
             self._input_edits[call_id] = edit
@@ -531,6 +534,7 @@ def _shell_call(entry_of: Callable[[int], IContent], position: Position) -> tupl
     entry = entry_of(key)
     block = entry.blocks[j]
     assert isinstance(block, ToolCallBlock)
+    block = seen_as(block)
     command = command_of(block.parameters)
     assert command is not None
     return command, cwd_of(block.parameters) or entry_cwd(entry)

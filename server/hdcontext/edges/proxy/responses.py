@@ -3,11 +3,12 @@
 
 The conversation is the body's ``input`` items (``formats/importers/openai_responses.py``
 reads them, ``exporters/openai_responses.py`` writes them back). What leads it stays as sent,
-never read into the session: the developer and system messages before the first other item,
-and everything up to the latest ``compaction`` item (Codex's remote compaction: its
-encrypted summary stands for all that came before it, so nothing before it may change). So
-does everything else of the body: ``instructions``, ``tools``, ``reasoning``, ``include``,
-``store``, ``prompt_cache_key``, ``text``, keys hdcontext does not know.
+never read into the session: the developer and system messages (and ``additional_tools`` items,
+Codex's code mode's tool declarations) before the first other item, and everything up to the latest
+``compaction`` item (Codex's remote compaction: its encrypted summary stands for all that came
+before it, so nothing before it may change). So does everything else of the body: ``instructions``,
+``tools``, ``reasoning``, ``include``, ``store``, ``prompt_cache_key``, ``text``, keys hdcontext
+does not know.
 
 A request is carried only when its items come back from IContent exactly as they came (the
 check imports the new items and exports them again): an item kind hdcontext does not know, an
@@ -53,27 +54,31 @@ from .usage import Billed, responses_billed
 WRITES: Final = 4
 """Breakpoints a request may write, OpenAI's implicit one among them unless turned off."""
 COMPACTION: Final = "compaction"
+ADDITIONAL_TOOLS: Final = "additional_tools"
 _WITHOUT_HISTORY: Final = ("previous_response_id", "conversation")
 """Body keys by which the provider holds the history itself."""
 _MARKABLE_OUTPUTS: Final = frozenset({"function_call_output", "custom_tool_call_output"})
 
 
 def head_length(items: Sequence[Any]) -> int:
-    """How many leading items stay as sent: the developer and system messages before any
-    other, and everything up to the latest ``compaction`` item."""
+    """How many leading items stay as sent: the developer and system messages and the
+    ``additional_tools`` items before any other (Codex's code mode declares its tools so, a
+    developer's item of its own), and everything up to the latest ``compaction`` item."""
     head = 0
-    while (
-        head < len(items)
-        and isinstance(items[head], Mapping)
-        and importer.kind_of(items[head]) == "message"
-        and items[head].get("role") in OPENAI_PROMPT_ROLES
-    ):
+    while head < len(items) and _prompt(items[head]):
         head += 1
     for index in range(len(items) - 1, head - 1, -1):
         item = items[index]
         if isinstance(item, Mapping) and item.get("type") == COMPACTION:
             return index + 1
     return head
+
+
+def _prompt(item: object) -> bool:
+    """An item of the agent's prompt, when it leads the items."""
+    if not isinstance(item, Mapping) or item.get("role") not in OPENAI_PROMPT_ROLES:
+        return False
+    return importer.kind_of(item) in ("message", ADDITIONAL_TOOLS)
 
 
 def asks_the_provider(body: Mapping[str, Any]) -> str | None:
