@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...core.content import Metadata
+from ...core.content import IContent, Metadata, ToolCallBlock, ToolResponseBlock
 from ..conversation import Conversation, FormatError
 from .blocks import iso_ms
 from .gemini_cli_records import Message, Recording, read_recording
@@ -56,13 +56,36 @@ def load(text: str, strict: bool = False) -> Conversation:
         kinds = sorted({str(m.record.get("type")) for m in recording.messages})
         held = f"only {', '.join(kinds)} messages" if kinds else "no messages"
         raise FormatError(f"a Gemini CLI chat recording with no conversation in it ({held})")
-    entries = from_contents(built.contents, metadata=built.metadata)
+    entries, orphans = _answered_only(from_contents(built.contents, metadata=built.metadata))
+    if not entries:
+        raise FormatError("a Gemini CLI chat recording with no conversation in it (results only)")
     return Conversation(
         tuple(entries),
         workspace_root=_root(recording, text),
-        warnings=(*_skipped_lines(recording), *recording.warnings, *built.warnings()),
+        warnings=(*_skipped_lines(recording), *recording.warnings, *built.warnings(), *orphans),
         incomplete=None if recording.skipped is None else recording.skipped.describe(),
     )
+
+
+def _answered_only(entries: list[IContent]) -> tuple[list[IContent], tuple[str, ...]]:
+    """The entries without the results that answer no call before them (a record of a result
+    whose call the recording does not hold: the CLI would send it nowhere either), and a
+    warning for each, naming the entry, never content."""
+    called: set[str] = set()
+    kept: list[IContent] = []
+    warnings: list[str] = []
+    for index, entry in enumerate(entries):
+        called.update(b.id for b in entry.blocks if isinstance(b, ToolCallBlock))
+        blocks = [
+            b for b in entry.blocks if not isinstance(b, ToolResponseBlock) or b.call_id in called
+        ]
+        if len(blocks) < len(entry.blocks):
+            warnings.append(f"entry {index}: a result that answers no call was left out")
+            if not blocks:
+                continue
+            entry = entry.with_blocks(blocks)
+        kept.append(entry)
+    return kept, tuple(warnings)
 
 
 def _skipped_lines(recording: Recording) -> tuple[str, ...]:
