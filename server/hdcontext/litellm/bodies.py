@@ -11,7 +11,10 @@ as it does for ``hdcontext proxy``. A field that is not JSON makes the request U
 Written back into ``data``: the conversation (``messages`` or ``input``) and the other fields
 the compactor sent otherwise (an Anthropic agent's five-minute marks lifted to an hour,
 OpenAI's day-long retention), never the model, which hdcontext may have read as the
-deployment's (``model``). Everything else of ``data`` stays LiteLLM's.
+deployment's (``model``). Everything else of ``data`` stays LiteLLM's. On chat completions
+LiteLLM passes on only the fields it knows (1.108.7 drops ``prompt_cache_retention`` there, and
+keeps it on the Responses API): what hdcontext adds goes in ``extra_body``, which LiteLLM hands
+to OpenAI's client, which sends it at the top of the body.
 
 The session is named here, not by the compactor, because a gateway's sessions are named within
 their owner (``identity.py``): ``litellm-<tag>-<api>-<digest>``, the digest of the client's
@@ -64,6 +67,10 @@ LITELLM_KEYS = frozenset(
 ``metadata`` is LiteLLM's on chat completions (the request's headers, which change with every
 request, are in it)."""
 
+THROUGH_EXTRA_BODY = frozenset({"openai"})
+"""The Apis whose fields hdcontext adds go in ``extra_body`` (chat completions)."""
+EXTRA_BODY = "extra_body"
+
 GLANCED = 64
 """Elements read at most to name a conversation by its first entry."""
 
@@ -114,12 +121,18 @@ def write_back(request: Request, data: dict[str, Any], compacted: bytes) -> list
     key = request.api.key
     data[key] = sent[key]
     written = [key]
+    extra = data.get(EXTRA_BODY)
+    into = request.api.name in THROUGH_EXTRA_BODY and (extra is None or isinstance(extra, dict))
     for name, value in sent.items():
-        if name in (key, "model") or is_litellm_key(name):
+        if name in (key, "model", EXTRA_BODY) or is_litellm_key(name):
             continue
         if name not in request.fields or request.fields[name] != value:
-            data[name] = value
-            written.append(name)
+            if into:
+                data[EXTRA_BODY] = {**(data.get(EXTRA_BODY) or {}), name: value}
+                written.append(f"{EXTRA_BODY}.{name}")
+            else:
+                data[name] = value
+                written.append(name)
     return written
 
 

@@ -12,7 +12,10 @@ After it, each call is found again by LiteLLM's call id: its usage as LiteLLM no
 told to the session (``succeeded``), a call that failed is taken back (``failed``: the model
 never ran, so the agent's retry is priced against what the provider holds), and a call answered
 in one body waits for its session's commit before LiteLLM answers (``answered``), as the proxy's
-answer does.
+answer does. A session holds its calls' bills in order (a bill is the last call's), but LiteLLM
+logs a call's success after its answer went out, when the agent may already have sent its next
+request: so a conversation's next request waits for its previous call to be told, a moment
+(``TOLD_WAIT_S`` at most).
 
 A provider that refuses (400) a request hdcontext edited may have a rule hdcontext does not
 know. The proxy sends the agent's own request again at once; a hook cannot, so the agent sees
@@ -24,11 +27,12 @@ that one goes through, the conversation goes as it comes from then on, as with t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..edges.proxy.api import Api, Unsupported
@@ -48,6 +52,10 @@ log = logging.getLogger(__name__)
 KEPT_CALLS = 4096
 """Calls waiting for their success or failure hook (the oldest forgotten first: a call whose
 hooks never came)."""
+TOLD_WAIT_S = 2.0
+"""How long a conversation's request waits for its previous call's usage to be told (LiteLLM
+logs it as the answer ends; past this the request goes on, and that bill may count as the
+next call's)."""
 KEPT_SUSPECTS = 4096
 SAID_AGAIN_AFTER_S = 3600.0
 """A reason a request went as it came is a warning once an hour, a debug line meanwhile."""
@@ -70,6 +78,8 @@ class Call:
     """For a conversation taken in meanwhile: set once the call ended."""
     probe: bool = False
     """It went as it came, after an edit of its conversation was refused."""
+    told: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once its ending was told to its session (or never will be)."""
 
     def ended(self) -> None:
         if self.forwarded is not None:
@@ -83,6 +93,8 @@ class Gateway:
         self.process = process or Process()
         self.deployments = deployments or (lambda group: UNKNOWN)
         self._calls: OrderedDict[str, Call] = OrderedDict()
+        self._latest: dict[str, Call] = {}
+        """Each session's latest call whose ending is not told yet."""
         self._suspects: OrderedDict[str, None] = OrderedDict()
         self._said: dict[str, float] = {}
         self._savings: dict[str, asyncio.Future[None]] = {}
@@ -116,6 +128,7 @@ class Gateway:
         except Unsupported as exc:
             return self._unchanged(runtime, api, f"not carried: {exc}")
         runtime.owners.note(owner)
+        await self._previous_told(session)
         if session in self._suspects:
             self._keep(call_id, Call(session, api.name, changed=False, probe=True))
             return self._unchanged(runtime, api, PROBING)
@@ -160,14 +173,29 @@ class Gateway:
         )
         return None
 
+    async def _previous_told(self, session: str) -> None:
+        """Wait, a moment at most, for the session's previous call's ending to be told."""
+        previous = self._latest.get(session)
+        if previous is not None and not previous.told.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(previous.told.wait(), TOLD_WAIT_S)
+
     def _keep(self, call_id: object, call: Call) -> None:
         if not isinstance(call_id, str):  # no id to find it by: its ending is not known
-            call.ended()
+            self._done(call)
             return
         self._calls[call_id] = call
+        self._latest[call.session] = call
         while len(self._calls) > KEPT_CALLS:
             _, forgotten = self._calls.popitem(last=False)
-            forgotten.ended()
+            self._done(forgotten)
+
+    def _done(self, call: Call) -> None:
+        """Nothing more will be told of ``call``."""
+        call.ended()
+        call.told.set()
+        if self._latest.get(call.session) is call:
+            del self._latest[call.session]
 
     def _unchanged(self, runtime: Runtime | None, api: Api, why: str) -> None:
         """Say why a request goes as it came: a warning the first time in an hour a reason
@@ -197,9 +225,11 @@ class Gateway:
         """The call went through: its usage told to its session."""
         call = self._ended(kwargs)
         runtime = self.process.runtime
-        if call is None or runtime is None:
+        if call is None:
             return
         try:
+            if runtime is None:
+                return
             if call.probe:
                 self._suspects.pop(call.session, None)
                 runtime.compactor.as_sent.add(call.session)
@@ -216,14 +246,18 @@ class Gateway:
                 await runtime.compactor.record(call.session, billed)
         except Exception as exc:
             log.warning("%s: usage not recorded: %s", call.api, type(exc).__name__)
+        finally:
+            self._done(call)
 
     async def failed(self, request_data: object, exception: object) -> None:
         """The call failed (the upstream refused it, or was not reached): taken back."""
         call = self._ended(request_data)
         runtime = self.process.runtime
-        if call is None or runtime is None:
+        if call is None:
             return
         try:
+            if runtime is None:
+                return
             if call.probe:  # refused as sent too: the edit was not the cause
                 self._suspects.pop(call.session, None)
                 return
@@ -241,6 +275,8 @@ class Gateway:
                 )
         except Exception as exc:
             log.warning("%s: a failed call not taken back: %s", call.api, type(exc).__name__)
+        finally:
+            self._done(call)
 
     def _ended(self, kwargs: object) -> Call | None:
         call_id = kwargs.get("litellm_call_id") if isinstance(kwargs, Mapping) else None
@@ -251,8 +287,8 @@ class Gateway:
 
     async def close(self) -> None:
         """Stop hdcontext in this process (a test; LiteLLM's stop does it otherwise)."""
-        for call in self._calls.values():
-            call.ended()
+        for call in list(self._calls.values()):
+            self._done(call)
         self._calls.clear()
         await self.process.close()
 

@@ -8,6 +8,7 @@ real LiteLLM proxy."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import itertools
 import json
@@ -23,6 +24,7 @@ import pytest
 from hdcontext.core.validity import payload_problems
 from hdcontext.edges.proxy.anthropic import AnthropicApi
 from hdcontext.edges.stats.owners import OWNERS_FILE, read_owners, tag_of
+from hdcontext.edges.stats.report import read
 from hdcontext.litellm.gateway import Gateway
 from hdcontext.litellm.identity import owner_of
 from hdcontext.litellm.runtime import Config, Process
@@ -199,6 +201,7 @@ async def test_a_failure_inside_hdcontext_leaves_the_request_as_it_came(
     try:
         data = as_litellm_gives_it(body)
         await gate.pre_call(ALICE, data, "acompletion")  # starts it, and carries this one
+        await gate.succeeded(usage_kwargs(data["litellm_call_id"]), None)
         runtime = gate.process.runtime
         assert runtime is not None
 
@@ -354,3 +357,55 @@ async def test_an_edit_the_provider_refused_sends_the_conversation_as_it_comes(
         assert again["messages"] == agent_body["messages"]  # and from then on
     finally:
         await gate.close()
+
+
+async def test_the_retention_hdcontext_asks_goes_where_litellm_passes_it_on(tmp_path: Path) -> None:
+    """A day's retention, free on GPT-4.1: in ``extra_body`` on chat completions (LiteLLM
+    drops an unknown field at the top there), at the top on the Responses API."""
+    gate = gateway(tmp_path / "storage")
+    try:
+        chat = as_litellm_gives_it(
+            {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
+        )
+        await gate.pre_call(ALICE, chat, "acompletion")
+        responses = as_litellm_gives_it(
+            {"model": "gpt-4.1", "input": [{"role": "user", "content": "hi"}]}
+        )
+        await gate.pre_call(ALICE, responses, "aresponses")
+    finally:
+        await gate.close()
+    assert chat["extra_body"] == {"prompt_cache_retention": "24h"}
+    assert "prompt_cache_retention" not in chat
+    assert responses["prompt_cache_retention"] == "24h" and "extra_body" not in responses
+
+
+async def test_a_bill_logged_after_the_next_request_came_is_still_its_own_calls(
+    tmp_path: Path,
+) -> None:
+    """LiteLLM logs a call's success after its answer went out: the conversation's next
+    request waits for it, so that each bill is its own call's."""
+    storage = tmp_path / "storage"
+    gate = gateway(storage)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "hi"}]
+    try:
+        first = as_litellm_gives_it({"model": "gpt-4.1", "messages": messages})
+        await gate.pre_call(ALICE, first, "acompletion")
+
+        async def logged_late() -> None:
+            await asyncio.sleep(0.2)
+            await gate.succeeded(usage_kwargs(first["litellm_call_id"], 111, 0), None)
+
+        late = asyncio.ensure_future(logged_late())
+        messages += [{"role": "assistant", "content": "hello"}, {"role": "user", "content": "go"}]
+        second = as_litellm_gives_it({"model": "gpt-4.1", "messages": messages})
+        await gate.pre_call(ALICE, second, "acompletion")
+        assert late.done()
+        await gate.succeeded(usage_kwargs(second["litellm_call_id"], 222, 100), None)
+        runtime = gate.process.runtime
+        assert runtime is not None
+        await runtime.compactor.saved()
+    finally:
+        await gate.close()
+    (session,) = read(storage).report.sessions.values()
+    billed = [c.row.billed for c in session.calls]
+    assert [b.input if b is not None else None for b in billed] == [111, 222]

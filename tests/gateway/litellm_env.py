@@ -1,6 +1,6 @@
 """LiteLLM's proxy for the gateway's end-to-end tests, in a virtual environment of its own.
 
-``make litellm`` (``python -m tests.litellm.litellm_env``; ``make unit`` and ``make test`` run it
+``make litellm`` (``python -m tests.gateway.litellm_env``; ``make unit`` and ``make test`` run it
 before pytest) makes ``~/.cache/hdcontext-e2e/litellm-<version>`` (``$HDCONTEXT_E2E_HOME`` when
 set) and installs ``hdcontext[litellm]`` from this checkout into it, which is what a gateway's
 ``pip install "hdcontext[litellm]"`` resolves (LiteLLM pinned, with its proxy's dependencies),
@@ -14,8 +14,10 @@ reason when it is not installed (pip failed, or pytest run without ``make``).
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from tests.proxy.npm_cli import CACHE
@@ -26,10 +28,10 @@ FOLDER = CACHE / f"litellm-{VERSION}"
 SIZE = "about 760 MB"
 INSTALL_TIMEOUT_S = 1800
 MAKE_TARGET = "litellm"
-TESTS = "tests/litellm/"
+TESTS = "tests/gateway/"
 STAMP = ".installed"
-"""Holds the digest of pyproject.toml the environment was installed from: a new pin, or a new
-dependency of hdcontext, installs again."""
+"""Holds the digest of what the environment was installed for (hdcontext's dependencies and the
+litellm extra, from pyproject.toml): a new pin, or a new dependency, installs again."""
 
 
 def python() -> Path:
@@ -41,7 +43,9 @@ def litellm_command() -> Path:
 
 
 def _wanted() -> str:
-    return hashlib.sha256((REPO / "pyproject.toml").read_bytes()).hexdigest()
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    wanted = [project["dependencies"], project["optional-dependencies"]["litellm"]]
+    return hashlib.sha256(json.dumps(wanted).encode()).hexdigest()
 
 
 def find() -> tuple[Path | None, str]:
@@ -55,7 +59,7 @@ def find() -> tuple[Path | None, str]:
         )
     if stamp.read_text(encoding="utf-8").strip() != _wanted():
         return None, (
-            f"the LiteLLM environment in {FOLDER} was installed from another pyproject.toml: "
+            f"the LiteLLM environment in {FOLDER} was installed for other dependencies: "
             f"`make {MAKE_TARGET}` installs it again"
         )
     return litellm_command(), ""
