@@ -155,6 +155,9 @@ def test_the_settings_from_the_environment(tmp_path: Path) -> None:
             config_from(bad)
     with pytest.raises(Unavailable, match="HDCONTEXT_RETENTION_DAYS"):
         config_from({"HDCONTEXT_RETENTION_DAYS": "-1"})
+    assert config_from({"HDCONTEXT_CONTEXT_LIMIT": "400000"}).context_limit == 400_000
+    with pytest.raises(Unavailable, match="HDCONTEXT_CONTEXT_LIMIT"):
+        config_from({"HDCONTEXT_CONTEXT_LIMIT": "lots"})
 
 
 def test_a_database_url_is_said_without_its_password(tmp_path: Path) -> None:

@@ -51,6 +51,7 @@ STORAGE_ENV = "HDCONTEXT_STORAGE"
 DATABASE_ENV = "HDCONTEXT_DATABASE_URL"
 BOUND_ENV = "HDCONTEXT_BOUND_S"
 RETENTION_ENV = "HDCONTEXT_RETENTION_DAYS"
+CONTEXT_LIMIT_ENV = "HDCONTEXT_CONTEXT_LIMIT"
 STORE_EVERY_S = 5.0
 """How often the counts of the requests hdcontext did not carry are added to the store."""
 
@@ -73,6 +74,9 @@ class Config:
     database_url: str | None = None
     bound_s: float = DEFAULT_BOUND_S
     retention: Retention = field(default_factory=Retention)
+    context_limit: int | None = None
+    """The context window the sessions compress within (``None``: each model's own), as
+    ``hdcontext proxy --context-limit``."""
 
 
 def shown_url(url: str) -> str:
@@ -106,11 +110,17 @@ def config_from(environ: Mapping[str, str]) -> Config:
             days = parse_days(raw)
         except ValueError as exc:
             raise Unavailable(f"{RETENTION_ENV}: {exc}") from None
+    limit = None
+    if raw := environ.get(CONTEXT_LIMIT_ENV, "").strip():
+        if not raw.isdigit() or int(raw) < 1000:
+            raise Unavailable(f"{CONTEXT_LIMIT_ENV} must be a number of tokens, 1000 or more")
+        limit = int(raw)
     return Config(
         storage=Path(storage).expanduser() if storage else default_storage(),
         database_url=url,
         bound_s=bound_s,
         retention=Retention(days),
+        context_limit=limit,
     )
 
 
@@ -213,6 +223,7 @@ async def start_runtime(config: Config) -> Runtime:
     stored = [s.session_id for s in await daemon.store.summaries()]
     owners = await OwnerBook.open(config.storage, stored)
     runtime = Runtime(config, daemon, Compactor(daemon, config.bound_s), owners)
+    runtime.compactor.context_limit = config.context_limit
     runtime.compactor.resume(APIS)
     runtime._storing = asyncio.ensure_future(runtime._store_every())
     return runtime
