@@ -21,7 +21,6 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -185,12 +184,3 @@ async def wait_ready(gateway: Gateway) -> None:
             await asyncio.sleep(0.25)
     gateway.stop()
     raise RuntimeError(f"LiteLLM did not start in {START_TIMEOUT_S:g} s:\n{gateway.log_tail()}")
-
-
-@contextlib.contextmanager
-def stopped_at_end(*gateways: Gateway) -> Iterator[None]:
-    try:
-        yield
-    finally:
-        for gateway in gateways:
-            gateway.stop()
