@@ -15,7 +15,7 @@ STAGE   = @echo "== $@ ($$(date +%T))"
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo test lint typecheck unit bench clean vsix test-extension e2e e2e-package nvim fuzz \
-	agent-clis e2e-apt e2e-editor ext-build _test
+	agent-clis litellm e2e-apt e2e-editor ext-build _test
 
 # hdcontext and its dependencies: what `make demo` needs. pip shows what it fetches.
 $(STAMP): pyproject.toml
@@ -68,19 +68,29 @@ nvim:
 agent-clis:
 	@$(PYTHON) -m tests.proxy.agent_clis
 
+# LiteLLM's proxy for the gateway's end-to-end tests (tests/gateway/): hdcontext[litellm] (LiteLLM
+# 1.108.7 pinned, with its proxy's dependencies; about 770 MB) from PyPI into a virtual
+# environment of its own, ~/.cache/hdcontext-e2e/litellm-1.108.7, once, said first (again only
+# when hdcontext's dependencies or the pin change). Kept out of .venv: only these tests need it.
+# A failure is said and leaves the tests to be skipped with the reason.
+# Standard library only: it needs no .venv.
+litellm:
+	@$(PYTHON) -m tests.gateway.litellm_env
+
 # pytest on every core (`-n auto`: one worker a core, pytest-xdist); a line per test file as it
 # finishes (tests/conftest.py), and the ten slowest tests at the end, where the time goes.
-# PYTEST_WORKERS=0 runs it in one process.
+# PYTEST_WORKERS=0 runs it in one process. --dist loadgroup: the tests of an xdist_group (the
+# gateway's, which share one LiteLLM process) run on one worker; the others are spread as before.
 PYTEST_WORKERS ?= auto
-unit: $(DEV) nvim agent-clis
+unit: $(DEV) nvim agent-clis litellm
 	$(STAGE): pytest, $(PYTEST_WORKERS) workers
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --progress-by-file -o console_output_style=classic \
-	  --durations=10
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup --progress-by-file \
+	  -o console_output_style=classic --durations=10
 
 # make test: what the checks need installs from the start, side by side (the virtual
-# environment, Debian packages, Claude Code's CLI and Gemini CLI, the extension's npm
-# packages, Node 24 and code-server), each said before it starts; tsc and the e2e's package build as soon as what they
-# need is there, beside the test tools' install (run again: not at all unless their inputs
+# environment, Debian packages, Claude Code's CLI and Gemini CLI, LiteLLM's environment, the
+# extension's npm packages, Node 24 and code-server), each said before it starts; tsc and the
+# e2e's package build as soon as what they need is there, beside the test tools' install (run again: not at all unless their inputs
 # changed); the checks themselves run one after another (lint, typecheck, unit,
 # test-extension, e2e): side by side on two cores, the tests' time limits (an answer in 10 s, a
 # venv in 3 minutes) were overrun. Each stage alone: make lint, typecheck, unit,
@@ -108,8 +118,8 @@ FUZZ_EXAMPLES ?= 50000
 FUZZ_SCALE    ?= 10
 fuzz: $(DEV)
 	HDCONTEXT_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) HDCONTEXT_EXAMPLES_SCALE=$(FUZZ_SCALE) \
-	  $(BIN)/pytest -n $(PYTEST_WORKERS) --progress-by-file -o console_output_style=classic \
-	  -p no:cacheprovider
+	  $(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup --progress-by-file \
+	  -o console_output_style=classic -p no:cacheprovider
 
 # The VS Code extension (client-extension/): npm packages from the lockfile, then tsc --noEmit
 # and the Node tests (pure modules, the real daemon over vscode-jsonrpc, the vscode glue with a

@@ -42,13 +42,20 @@ IO_MODULES = frozenset(
     }
 )
 
-# layer -> the layers of this package it may import
+# layer -> the layers of this package it may import. litellm is the callback LiteLLM's proxy
+# loads: it stands on the edges (the proxy's Api modules and compactor, the daemon, stats) as
+# `hdcontext proxy` does, and nothing of the package imports it (LiteLLM is an extra).
 ALLOWED = {
     "core": {"core"},
     "formats": {"core", "formats"},
     "edges": {"core", "formats", "edges"},
     "cli": {"core", "formats", "edges", "cli"},
+    "litellm": {"core", "formats", "edges", "litellm"},
 }
+LITELLM_ROOMS = {"proxy", "daemon", "stats", "storage"}
+"""The rooms of edges/ the LiteLLM callback stands on (not the LSP server)."""
+LITELLM_IMPORTER = "hdcontext.litellm.handler"
+"""The one module that imports LiteLLM itself."""
 
 
 # room of edges/ -> the rooms of edges/ it may import: each only the rooms below it. The LSP
@@ -188,6 +195,23 @@ def test_each_module_imports_only_what_its_layer_may(path: Path) -> None:
         elif layer == "core":
             top = name.split(".")[0]
             assert top not in IO_MODULES, f"{path.name}:{line}: the core imports {name}"
+
+
+LITELLM_MODULES = sorted((PACKAGE / "litellm").rglob("*.py"))
+
+
+@pytest.mark.parametrize(
+    "path", LITELLM_MODULES, ids=[str(p.relative_to(PACKAGE)) for p in LITELLM_MODULES]
+)
+def test_the_litellm_callback_stands_on_the_proxy_and_below_and_one_module_imports_litellm(
+    path: Path,
+) -> None:
+    for line, name in _imports(path):
+        room = _room(_in_package(name) or "")
+        if room is not None:
+            assert room in LITELLM_ROOMS, f"{path.name}:{line} imports {name}"
+        if name.split(".")[0] == "litellm":
+            assert _name(path) == LITELLM_IMPORTER, f"{path.name}:{line} imports {name}"
 
 
 def test_the_walls_are_checked_on_every_layer() -> None:

@@ -87,9 +87,14 @@ async def _call(
 
 
 async def _agent(
-    base_url: str, workspace: Path, model: str, stream: bool, whole: bool = False
+    base_url: str,
+    workspace: Path,
+    model: str,
+    stream: bool,
+    whole: bool = False,
+    api_key: str = "sk-fake-key",
 ) -> str:
-    client = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key="sk-fake-key", max_retries=0)
+    client = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key=api_key, max_retries=0)
     messages: list[Any] = [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": "Change alpha to beta in notes.txt and show me the file."},

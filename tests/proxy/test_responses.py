@@ -62,8 +62,10 @@ async def _respond(client: openai.AsyncOpenAI, model: str, items: list[Any], how
         return await stream.get_final_response()
 
 
-async def agent(base_url: str, workspace: Path, model: str, how: str) -> str:
-    client = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key="sk-fake-key", max_retries=0)
+async def agent(
+    base_url: str, workspace: Path, model: str, how: str, api_key: str = "sk-fake-key"
+) -> str:
+    client = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key=api_key, max_retries=0)
     items: list[Any] = [
         {"role": "developer", "content": SYSTEM},
         {"role": "user", "content": ASK},

@@ -1,6 +1,8 @@
 """``hdcontext stats``: what the calls kept in a storage folder cost, with hdcontext and without.
 
-By day (the default), by session (``--sessions``) or call by call (``--session ID``), since a
+By day (the default), by session (``--sessions``), by user or team of a LiteLLM gateway
+(``--by user|team``: who each session's owner is, as LiteLLM authenticated them, is kept beside
+the store, ``edges/stats/owners.py``) or call by call (``--session ID``), since a
 day or for a while (``--since``), as a table (``rich``: aligned, readable at 80 columns; wider
 terminals get more columns) or as JSON (``--json``), or as a page on loopback (``--serve``).
 Like ccusage, but for any agent hdcontext serves, and with what only hdcontext can tell: what
@@ -28,15 +30,18 @@ from ..core.prices import PRICES_CHECKED
 from ..core.stats.costs import (
     CallFigures,
     Figures,
+    GroupFigures,
     PriceOverrides,
     Report,
     SessionFigures,
     checked_prices,
+    grouped,
     header,
     local_time,
     session_json,
     sessions_by_last,
 )
+from ..edges.stats.owners import By, group_of, read_owners
 from ..edges.stats.report import StatsError, read, uncarried
 from ..edges.storage.store import PRIVATE_UMASK
 from .sessions import parse_duration
@@ -74,6 +79,8 @@ examples:
   hdcontext stats                       cost per day
   hdcontext stats --sessions --since 7d per session, the last 7 days
   hdcontext stats --session proxy-anth  one session call by call (an id, or its start)
+  hdcontext stats --by team --storage-dir ~/.local/share/hdcontext/litellm
+                                        a LiteLLM gateway's savings per team (or --by user)
   hdcontext stats --json                the same figures as JSON
   hdcontext stats --serve               the page with charts, on http://127.0.0.1:{DEFAULT_PORT}/
 
@@ -115,6 +122,12 @@ def add_parser(
     view.add_argument("--sessions", action="store_true", help="one row per session")
     view.add_argument(
         "--session", metavar="ID", help="one session, call by call (its id, or the start of one)"
+    )
+    view.add_argument(
+        "--by",
+        choices=("user", "team"),
+        help="one row per user or per team of a LiteLLM gateway (hdcontext.litellm): who "
+        "owns each session, as LiteLLM authenticated them",
     )
     stats.add_argument(
         "--since",
@@ -201,16 +214,20 @@ def main(args: argparse.Namespace, default_storage: Path) -> int:
         _say(str(exc))
         return BAD_INPUT
     if args.serve:
-        if args.json or args.sessions or args.session:
-            _say("--serve shows every session on its page: without --json, --sessions, --session")
+        if args.json or args.sessions or args.session or args.by:
+            _say(
+                "--serve shows every session on its page: without --json, --sessions, "
+                "--session, --by"
+            )
             return BAD_INPUT
         from ..edges.proxy.dashboard import Dashboard, serve_page
 
         dashboard = Dashboard(folder, lambda: prices, since, args.since)
         return serve_page(dashboard, args.port)
     report = found.report
+    groups = _groups(report, folder, args.by) if args.by else None
     if args.json:
-        out = _as_json(report, folder, args, found.session_id)
+        out = _as_json(report, folder, args, found.session_id, groups)
         if passed is not None:
             out["notCarried"] = passed
         print(json.dumps(out, ensure_ascii=False))
@@ -222,6 +239,8 @@ def main(args: argparse.Namespace, default_storage: Path) -> int:
         _show_session(console, report, found.session_id, folder)
     elif args.sessions:
         _show_sessions(console, report, folder, args.since)
+    elif groups is not None:
+        _show_groups(console, report, groups, args.by, folder, args.since)
     else:
         _show_days(console, report, folder, args.since)
     for line in _uncarried_lines(passed or {}):
@@ -257,8 +276,18 @@ def _uncarried_lines(passed: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _groups(report: Report, folder: Path, by: By) -> list[GroupFigures]:
+    """The report by user or team, each session's owner read from the folder's owners."""
+    owners = read_owners(folder)
+    return grouped(report, lambda session_id: group_of(session_id, owners, by))
+
+
 def _as_json(
-    report: Report, folder: Path, args: argparse.Namespace, session_id: str | None
+    report: Report,
+    folder: Path,
+    args: argparse.Namespace,
+    session_id: str | None,
+    groups: list[GroupFigures] | None = None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {**header(str(folder), args.since)}
     out["totals"] = report.totals.to_json()
@@ -267,6 +296,11 @@ def _as_json(
         out["session"] = session_json(shown, calls="objects")
     elif args.sessions:
         out["sessions"] = [session_json(s) for s in sessions_by_last(report)]
+    elif groups is not None:
+        out["by"] = args.by
+        out["groups"] = [
+            {args.by: g.name, "sessions": g.sessions, **g.figures.to_json()} for g in groups
+        ]
     else:
         out["days"] = [{"day": day, **f.to_json()} for day, f in report.days.items()]
     out["sessionsWithoutRecords"] = report.without_records
@@ -451,6 +485,35 @@ def _show_sessions(console: Console, report: Report, folder: Path, since: str | 
         cells = _figure_cells(s.figures, wide, cache)
         table.add_row(s.session_id, _short(s.figures.last), *cells)
     _footer(table, report.totals, wide, cache)
+    console.print(table)
+    _notes(console, report, wide)
+
+
+def _show_groups(
+    console: Console,
+    report: Report,
+    groups: list[GroupFigures],
+    by: By,
+    folder: Path,
+    since: str | None,
+) -> None:
+    _title(console, f"cost per {by}", folder, since)
+    if not groups:
+        console.print("no calls kept" + (f" since {since}" if since else ""))
+        _notes(console, report, True)
+        return
+    wide = console.width >= WIDE + SESSION_COLUMNS
+    cache = console.width >= WIDE
+    table = _table(by.capitalize())
+    table.columns[0].no_wrap = False
+    table.columns[0].overflow = "fold"
+    table.columns[0].min_width = 12
+    table.add_column("Sessions", justify="right", no_wrap=True)
+    _figure_columns(table, wide, cache)
+    for g in groups:
+        table.add_row(g.name, f"{g.sessions:,}", *_figure_cells(g.figures, wide, cache))
+    _footer(table, report.totals, wide, cache)
+    table.columns[1].footer = f"{sum(g.sessions for g in groups):,}"
     console.print(table)
     _notes(console, report, wide)
 

@@ -341,6 +341,16 @@ class Figures:
         self.first = at if self.first is None else min(self.first, at)
         self.last = at if self.last is None else max(self.last, at)
 
+    def absorb(self, other: Figures) -> None:
+        """Add ``other``'s sums to these (a group's rows made of its sessions')."""
+        for name in _SUMMED:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for at in (other.first, other.last):
+            if at is not None:
+                self._seen(at)
+        for key, n in other.unpriced.items():
+            self.unpriced[key] = self.unpriced.get(key, 0) + n
+
     @property
     def priced(self) -> bool:
         return self.priced_calls > 0
@@ -385,6 +395,28 @@ class Figures:
                 for (model, why), n in sorted(self.unpriced.items())
             ],
         }
+
+
+_SUMMED = (
+    "calls",
+    "refresh_calls",
+    "agent",
+    "upstream",
+    "cache_read",
+    "cache_write",
+    "output",
+    "cost",
+    "estimated_cost",
+    "without",
+    "refresh_cost",
+    "priced_calls",
+    "estimated_calls",
+    "unpriced_calls",
+    "masked",
+    "fetched",
+)
+"""``Figures``' fields that are sums (a test holds this to every field but the first and last
+times and the unpriced counts)."""
 
 
 @dataclass
@@ -551,6 +583,27 @@ def header(storage_dir: str, since: str | None) -> dict[str, Any]:
         "pricesChecked": PRICES_CHECKED,
         "since": since,
     }
+
+
+@dataclass
+class GroupFigures:
+    """A row of ``hdcontext stats --by user`` (or ``team``): its sessions' figures summed."""
+
+    name: str
+    figures: Figures = field(default_factory=Figures)
+    sessions: int = 0
+
+
+def grouped(report: Report, group_of: Callable[[str], str]) -> list[GroupFigures]:
+    """The report's sessions summed by ``group_of(session_id)``, the dearest first (then
+    the ones that used the most tokens, then by name)."""
+    groups: dict[str, GroupFigures] = {}
+    for session in report.sessions.values():
+        name = group_of(session.session_id)
+        group = groups.setdefault(name, GroupFigures(name))
+        group.figures.absorb(session.figures)
+        group.sessions += 1
+    return sorted(groups.values(), key=lambda g: (-g.figures.cost, -g.figures.upstream, g.name))
 
 
 def sessions_by_last(report: Report) -> list[SessionFigures]:
