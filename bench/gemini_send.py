@@ -97,10 +97,6 @@ class Request:
     def rest(self) -> dict[str, Any]:
         return dict(self.fields)
 
-    @property
-    def path(self) -> str:
-        return f"/v1beta/models/{self.model}:streamGenerateContent"
-
 
 def encode(value: object) -> bytes:
     """JSON as the CLI writes it (``JSON.stringify``: compact, text unescaped)."""

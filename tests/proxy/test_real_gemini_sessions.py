@@ -25,13 +25,14 @@ import asyncio
 import functools
 import itertools
 from collections import defaultdict
+from typing import Any
 
 import orjson
 import pytest
 
-from bench.gemini_recordings import FILES, Session, find
+from bench.gemini_recordings import FILES, Call, Session, find
 from bench.gemini_replay import PASSED, prompts, replay_project
-from bench.gemini_send import SKIP_SIGNATURE, requests
+from bench.gemini_send import MASK_TAG, SKIP_SIGNATURE, requests
 from bench.gemini_units import Counts
 
 SESSIONS = find() if FILES.is_dir() else []
@@ -92,6 +93,34 @@ def test_requests_are_as_gemini_cli_writes_them() -> None:
     assert list(answer["functionResponse"]) == ["name", "response", "id"]
     for before, after in itertools.pairwise(made):
         assert after.contents[: len(before.contents) - 1] == before.contents[:-1]
+
+
+def test_the_cli_masks_old_output_as_0_61_does() -> None:
+    """No real session reaches the CLI's own masking (80,000 estimated tokens of output), so
+    a made one does: past the newest 50,000 tokens, once 30,000 are prunable, each old output
+    becomes its masked preview for good; a skill's output is exempt."""
+    history: list[dict[str, Any]] = [{"parts": [{"text": "go"}], "role": "user"}]
+    sizes = [140_000, 140_000, 96_000, 96_000, 10]  # 35,000, 24,000 and 2 tokens estimated
+    for k, name in enumerate(["read_file", "activate_skill", "read_file", "read_file", "glob"]):
+        call = {"functionCall": {"id": f"c{k}", "args": {}, "name": name}}
+        output = {"output": str(k) * sizes[k]}
+        history.append({"parts": [call], "role": "model"})
+        response = {"functionResponse": {"name": name, "response": output, "id": f"c{k}"}}
+        history.append({"parts": [response], "role": "user"})
+    calls = tuple(
+        Call(k, k * 1000, k * 1000 + 500, "gemini-2.5-pro", 2 * k + 1, None, True) for k in range(6)
+    )
+    made = Session("made", "p", FILES, "recording", "s", 0, tuple(history), calls, (), "p")
+    made_requests = requests(made)
+    assert [r.masked for r in made_requests] == [0, 0, 0, 0, 1, 1]
+    *_, before, last = made_requests
+    outputs = [
+        p["functionResponse"] for c in last.contents for p in c["parts"] if "functionResponse" in p
+    ]
+    masked = [f"<{MASK_TAG}>" in str(o["response"]["output"]) for o in outputs]
+    assert masked == [True, False, False, False, False]
+    assert list(outputs[0]) == ["name", "response", "id"]
+    assert before.contents[2] is last.contents[2]  # for good: the history keeps it
 
 
 @pytest.mark.parametrize("project", sorted(by_project()))
