@@ -28,8 +28,10 @@ lifetime it was written with; a breakpoint before the read where none was held m
 read entry's lifetime. The previous request's entries past the read point that the request
 sends again are tokens the provider held and writes again (``lost``).
 
-The model's minimum cacheable prompt is not applied: it counts the system prompt and tools,
-which the transcripts leave out and agents' own exceed. A refresh call (``refresh``) is billed
+The model's minimum cacheable prompt is not applied (``min_prefix`` 0): it counts the system
+prompt and tools, which the transcripts leave out and agents' own exceed. Gemini's price models
+apply it (``gemini``): the Gemini replay counts that prompt, and Gemini reads no shared prefix
+shorter than its model's minimum. A refresh call (``refresh``) is billed
 the same way, its line of text and its one token of
 output as plain tokens; it changes nothing but the entries' lives.
 """
@@ -65,6 +67,10 @@ class PriceModel:
     description: str = ""
     write_long: float | None = None
     """A token written to an entry of the longer lifetime (None: the provider has none)."""
+
+    min_prefix: int = 0
+    """Tokens a shared prefix reaches before the provider reads it (any-prefix caches; 0: not
+    applied)."""
 
     long_ttl_ms: int = 3_600_000
     agent_ttl: str | None = None
@@ -150,6 +156,22 @@ RESPONSES_PRICE_MODELS: dict[str, PriceModel] = {
 }
 """The Responses API's price models for the Codex replay (``codex_replay.py``): GPT-5.6's
 breakpoints and write premium, and the any-prefix cache of the models Codex ran before it."""
+
+
+def gemini(model: str) -> PriceModel:
+    """Gemini's implicit cache for ``model``, as its row in the price table says: any shared
+    prefix from the model's minimum on, read at the row's discount (a tenth), no write
+    premium, the row's lifetime (five minutes: Google names none, the row says it is
+    assumed)."""
+    row = lookup(model).row
+    assert row is not None and row.provider == "gemini", model
+    return priced(
+        model,
+        f"Gemini's implicit cache ({row.model}: reads {row.cache_read / row.input:g}×, no write "
+        f"fee, any prefix from {row.min_prefix:,} tokens, {row.ttl_s // 60} minutes"
+        + (", unverified)" if "ttl_s" in row.unverified else ")"),
+        min_prefix=row.min_prefix,
+    )
 
 
 def lifetime(price: PriceModel, seconds: int) -> PriceModel:
@@ -249,6 +271,8 @@ class Bill:
             touched = self.touched_at
             warm = touched is not None and 0 <= at - touched <= p.ttl_ms
             hit = shared_prefix(self.previous, request) if warm else 0
+            if prefix[hit] < p.min_prefix:
+                hit = 0
         last = max([hit, *(b for b, _ in marks)])
         long_end = max([hit, *(b for b, f in marks if f and b > hit)])
         if p.write_long is None:

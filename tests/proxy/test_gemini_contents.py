@@ -186,6 +186,56 @@ def test_calls_without_ids_pair_by_place_in_each_turn() -> None:
     ]
 
 
+def test_bare_calls_answered_under_the_ids_the_cli_made_are_valid() -> None:
+    """Older Gemini CLIs (their ``/chat save`` checkpoints, resumed) send the model's calls
+    bare and answer them under ids the CLI made: Gemini pairs such a response with the
+    oldest call of its name still unanswered, and so do the rules. Every request of those
+    conversations was refused as breaking them once a call was in it, and went as it came.
+    A response with an id no call made and no bare call of its name is still an orphan."""
+    turns = [
+        gemini_turn(c)
+        for c in [
+            ASK,
+            _model(_call(None), _call(None, "glob")),
+            _user(_answer("cli-1"), _answer("cli-2", "glob")),
+            _model(_call(None), _call(None)),
+            _user(_answer("cli-3"), _answer("cli-4")),
+        ]
+    ]
+    checked = [t for t in turns if t is not None]
+    assert turn_problems(checked) == []
+    orphan = [
+        *checked[:1],
+        gemini_turn(_model(_call(None))),
+        gemini_turn(_user(_answer("x", "glob"))),
+    ]
+    kinds = [p.kind for p in turn_problems([t for t in orphan if t is not None])]
+    assert sorted(kinds) == ["orphan_response", "unanswered_call"]
+    short = [
+        *checked[:1],
+        gemini_turn(_model(_call(None))),
+        gemini_turn(_user(_answer("a"), _answer("b"))),
+    ]
+    kinds = [p.kind for p in turn_problems([t for t in short if t is not None])]
+    assert kinds == ["orphan_response"]
+
+
+def test_an_answer_of_nothing_comes_back_as_it_came() -> None:
+    """An MCP tool that answered nothing is sent as ``"response": {}`` (Gemini CLI 0.3x and
+    on): it went back as ``{"output": ""}``, so the request and every later one of its
+    conversation went as they came. It comes back as it came, and once pruning gives it a
+    pointer, the pointer is its output."""
+    empty = {"functionResponse": {"name": "mcp_db_list", "response": {}, "id": "a"}}
+    contents = [ASK, _model(_call("a", "mcp_db_list")), _user(empty)]
+    API.check(contents, 0)
+    entries = API.import_messages(contents)
+    assert [c for e in entries for c in export_entry(e)] == contents
+    block = entries[2].blocks[0]
+    pruned = entries[2].with_blocks([block.model_copy(update={"result": "[pruned]"})])
+    (written,) = export_entry(pruned)
+    assert written["parts"][0]["functionResponse"]["response"] == {"output": "[pruned]"}
+
+
 def test_only_generate_calls_are_carried() -> None:
     assert model_of("POST", "/v1beta/models/gemini-2.5-pro:generateContent") == "gemini-2.5-pro"
     assert model_of("POST", "/v1/models/gemini-3-flash:streamGenerateContent") == "gemini-3-flash"

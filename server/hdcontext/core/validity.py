@@ -103,6 +103,11 @@ class Part:
     """A call or response the provider pairs by place, not by an id (Gemini's without one):
     its key means something only between a model's turn and the answer right after it, so a
     later turn may use it again."""
+    name: str = ""
+    """A Gemini response's function name, when it has an id: Gemini pairs a response whose
+    id no call made with the oldest call of its name still unanswered that was made without
+    one, as older Gemini CLIs sent them (the model's call bare, the answer under the id the
+    CLI made for it)."""
 
 
 @dataclass(frozen=True)
@@ -190,6 +195,10 @@ class _Checker:
                 self.pending[part.key] = None
             return
         if part.kind == "response":
+            place = self._place_of(part)
+            if place is not None:
+                self._response(place, role, index, self.local_calls, self.local_answered)
+                return
             answered = self.local_answered if part.local else self.answered
             self._response(part.key, role, index, calls, answered)
             return
@@ -197,6 +206,21 @@ class _Checker:
             self.leading = False
         if part.blank:
             self._add("blank_text", index)
+
+    def _place_of(self, response: Part) -> str | None:
+        """The call made without an id that a response with one answers by its place: the
+        oldest of its name in the last model turn still unanswered, when no call has its
+        id."""
+        if response.local or not response.name or response.key in self.calls:
+            return None
+        for key in self.pending:
+            if (
+                key in self.local_calls
+                and key not in self.local_answered
+                and key.rsplit("#", 1)[0] == response.name
+            ):
+                return key
+        return None
 
     def _response(
         self, key: str, role: Role, index: int, calls: set[str], answered: set[str]
@@ -575,7 +599,8 @@ def gemini_turns(payload: object) -> list[Turn]:
 def gemini_turn(content: object) -> Turn | None:
     """One Gemini content as a turn; ``None`` for what is not a content. A call or response
     without an ``id`` is paired by its name and place among the turn's calls of that name,
-    as Gemini pairs them (``Part.local``). A user's responses come first, in their order:
+    as Gemini pairs them (``Part.local``), and so is a response whose id no call made
+    (``Part.name``). A user's responses come first, in their order:
     Gemini reads a response wherever it stands in the content that answers."""
     if not isinstance(content, Mapping):
         return None
@@ -593,15 +618,14 @@ def gemini_turn(content: object) -> Turn | None:
         if isinstance(call, Mapping) or isinstance(response, Mapping):
             body = call if isinstance(call, Mapping) else response
             assert isinstance(body, Mapping)
-            key, local = body.get("id"), False
+            key, local, name = body.get("id"), False, str(body.get("name"))
             if not key:
-                name = str(body.get("name"))
                 seen[name] = seen.get(name, 0) + 1
                 key, local = f"{name}#{seen[name]}", True
             if call is not None:
                 parts.append(Part("call", str(key), local=local))
             else:
-                responses.append(Part("response", str(key), local=local))
+                responses.append(Part("response", str(key), local=local, name=name))
         elif "text" in part and not part.get("thought"):
             parts.append(_text_part(part.get("text")))
         else:

@@ -100,13 +100,21 @@ def values_of(block: Block, shape: Mapping[str, Any] | None = None) -> dict[str,
     elif isinstance(block, ToolResponseBlock):
         inner = shape.get("functionResponse") if shape is not None else None
         wrapped = isinstance(inner, Mapping) and isinstance(inner.get("response"), Mapping)
-        out = {"functionResponse": response_of(block, wrapped)}
+        response = response_of(block, wrapped)
+        if isinstance(inner, Mapping) and inner.get("response") == {} and _nothing(block):
+            response["response"] = {}  # an answer of nothing, as it came (read as "")
+        out = {"functionResponse": response}
     else:
         out = media_of(block)
     signature = extra(block, SIGNATURE)
     if signature is not None:
         out[SIGNATURE] = signature
     return out
+
+
+def _nothing(block: ToolResponseBlock) -> bool:
+    """The response still says nothing: the empty output an empty ``response`` is read as."""
+    return block.result == "" and not block.error
 
 
 def part_of(block: Block, model: bool) -> tuple[dict[str, Any] | None, str | None]:
