@@ -22,7 +22,7 @@ from hdcontext.edges.proxy.routes import place
 from hdcontext.edges.proxy.run import Proxy, _NoEditor
 from hdcontext.edges.proxy.uncarried import path_kind
 from hdcontext.edges.stats.report import uncarried
-from hdcontext.edges.storage.store import prepare_folder
+from hdcontext.edges.storage.folder import prepare_folder
 
 ANTHROPIC_KEY = "sk-ant-routing-secret"
 OPENAI_KEY = "sk-openai-routing-secret"

@@ -26,7 +26,10 @@ from pathlib import Path
 
 from ..edges.daemon.retention import DEFAULT_DAYS, FOREVER, parse_days
 from ..edges.storage import storage_lock
-from ..edges.storage.store import PRIVATE_UMASK, ReadOnly, Store, StoredSession, StoreError
+from ..edges.storage.folder import PRIVATE_UMASK
+from ..edges.storage.records import StoredSession, StoreError
+from ..edges.storage.sqlite_reader import ReadOnly
+from ..edges.storage.sqlite_store import SqliteStore
 
 OK = 0
 BAD_INPUT = 2
@@ -310,7 +313,7 @@ def _prune(folder: Path, older_than: str, dry_run: bool) -> int:
 
 
 async def _delete_sessions(folder: Path, ids: list[str], idle_before: int | None) -> list[str]:
-    store = Store(folder)
+    store = SqliteStore(folder)
     store.warn = _say
     await store.open()
     try:

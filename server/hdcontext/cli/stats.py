@@ -38,7 +38,7 @@ from ..core.stats.costs import (
     sessions_by_last,
 )
 from ..edges.stats.report import StatsError, read, uncarried
-from ..edges.storage.store import PRIVATE_UMASK
+from ..edges.storage.folder import PRIVATE_UMASK
 from .sessions import parse_duration
 
 if TYPE_CHECKING:

@@ -33,7 +33,7 @@ from ...core.session.replies import Status, SyncReply
 from ...core.session.reply import CompactResult
 from ...core.session.session import Session, SyncOutcome
 from ...core.settings import FIELDS, SettingError, resolve
-from ..storage.store import Store
+from ..storage.store import make_store
 from . import memory
 from .conversation import conversation as resent_conversation
 from .decided import decided
@@ -118,7 +118,7 @@ class Daemon:
         self.retrieve_tool = retrieve_tool
         self.storage_dir = storage_dir
         self.settings = settings
-        self.store = Store(storage_dir, durable=durable)
+        self.store = make_store(storage_dir, durable=durable)
         self.roots: list[str] = []
         self.registry = Registry(self.store, self._make_session, settings.current)
         self.watcher = DiskWatcher(self.registry.note_disk_write, on_error=client.warn)

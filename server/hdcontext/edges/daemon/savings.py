@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..storage.store import Store, StoreError
+from ..storage.records import StoreError
+from ..storage.store import Store
 from .wire import SavingsParams, parse_params, storage_unusable
 
 if TYPE_CHECKING:  # imported when asked (below)

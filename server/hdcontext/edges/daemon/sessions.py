@@ -34,7 +34,8 @@ from ...core.history.stored import Blob
 from ...core.session.replies import Status
 from ...core.session.session import Session
 from ...core.settings import resolve
-from ..storage.store import Loaded, SaveOp, Store, WorkingChange, WorkingRow
+from ..storage.records import Loaded, SaveOp, WorkingChange, WorkingRow
+from ..storage.store import Store
 from . import memory
 from .watcher import writes_after_reads
 

@@ -72,7 +72,8 @@ from ..daemon.wire import (
     WireError,
     storage_unusable,
 )
-from ..storage.store import NOTICE_NAME, StoreError, folder_problem, mark_once
+from ..storage.folder import NOTICE_NAME, folder_problem, mark_once
+from ..storage.records import StoreError
 from .claims import CLAIMS
 
 log = logging.getLogger("hdcontext.server")

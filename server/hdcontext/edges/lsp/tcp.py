@@ -29,7 +29,8 @@ from pathlib import Path
 from ..daemon import memory
 from ..daemon.retention import Retention
 from ..storage import storage_lock
-from ..storage.store import PRIVATE_UMASK, TOKEN_NAME, StoreError, folder_problem, prepare_folder
+from ..storage.folder import PRIVATE_UMASK, TOKEN_NAME, folder_problem, prepare_folder
+from ..storage.records import StoreError
 from .framing import StreamSource
 from .server import build_server
 from .transport import Connection

@@ -42,7 +42,7 @@ from ..daemon.wire import (
     SERVER_NOT_INITIALIZED,
     UNAUTHORIZED,
 )
-from ..storage.store import PRIVATE_UMASK
+from ..storage.folder import PRIVATE_UMASK
 from .claims import CLAIMS
 from .decode import Incoming, MsgId, Refused
 from .framing import (

@@ -34,14 +34,8 @@ from ..daemon.ide_settings import IdeSettings
 from ..daemon.retention import Retention
 from ..daemon.summarizer import ask_openai, timeout_seconds
 from ..storage import storage_lock
-from ..storage.store import (
-    NOTICE_NAME,
-    PRIVATE_UMASK,
-    StoreError,
-    folder_problem,
-    mark_once,
-    prepare_folder,
-)
+from ..storage.folder import NOTICE_NAME, PRIVATE_UMASK, folder_problem, mark_once, prepare_folder
+from ..storage.records import StoreError
 from .app import ProxyState, build_app, refresher
 from .compactor import DEFAULT_BOUND_S, Compactor, now_ms
 from .dashboard import Dashboard

@@ -17,7 +17,8 @@ from typing import Any
 
 from ...core.stats.calls import CallRow
 from ...core.stats.costs import PriceOverrides, Report, build, checked_prices, page_json
-from ..storage.store import ReadOnly, StoreError
+from ..storage.records import StoreError
+from ..storage.sqlite_reader import ReadOnly
 
 PRICES_KEY = "cache.prices"
 
