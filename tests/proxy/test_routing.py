@@ -310,7 +310,7 @@ async def test_what_is_not_carried_reaches_hdcontext_stats(three: Three) -> None
         ) as response:
             assert response.status == 200
     await three.proxy.state.store_uncarried()
-    counted = uncarried(three.proxy.state.compactor.daemon.storage_dir)
+    counted = uncarried(three.proxy.state.compactor.daemon.location)
     assert counted["notForwarded"] == 1
     assert counted["passedThrough"] == 2
     assert counted["passedThroughReasons"] == [

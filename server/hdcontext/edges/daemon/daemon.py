@@ -33,6 +33,7 @@ from ...core.session.replies import Status, SyncReply
 from ...core.session.reply import CompactResult
 from ...core.session.session import Session, SyncOutcome
 from ...core.settings import FIELDS, SettingError, resolve
+from ..storage.location import Location, folder
 from ..storage.store import make_store
 from . import memory
 from .conversation import conversation as resent_conversation
@@ -103,7 +104,7 @@ class Daemon:
     def __init__(
         self,
         client: Client,
-        storage_dir: Path,
+        storage: Location | Path,
         settings: IdeSettings,
         retrieve_tool: str | None = None,
         retention: Retention | None = None,
@@ -116,14 +117,17 @@ class Daemon:
         """Whether the client hears of every session's tokens (``hdcontext/tokens``): not
         the proxy's, which has no editor (each status made for it cost 0.3 ms a request)."""
         self.retrieve_tool = retrieve_tool
-        self.storage_dir = storage_dir
+        self.location = storage if isinstance(storage, Location) else folder(storage)
+        """Where the sessions are kept: a storage folder, or a database's URL."""
+        self.storage_dir = self.location.folder
+        """The storage folder (``None`` with a database): the summary prompt's file in it."""
         self.settings = settings
-        self.store = make_store(storage_dir, durable=durable)
+        self.store = make_store(self.location, durable=durable)
         self.roots: list[str] = []
         self.registry = Registry(self.store, self._make_session, settings.current)
         self.watcher = DiskWatcher(self.registry.note_disk_write, on_error=client.warn)
         self._settings_pull: asyncio.Future[None] | None = None
-        self._prompt = load_compression_prompt(storage_dir)
+        self._prompt = load_compression_prompt(self.storage_dir)
         self._large: set[str] = set()  # sessions whose next compaction follows a large append
         self._reports = UsageReports(self.registry, self._notify)  # history/usage, noted or saved
         self._packer = Packer(self.registry)  # what compactions let go of, packed when idle
@@ -551,7 +555,7 @@ class Daemon:
         """``stats/savings``: the editor's savings view (``savings.py``), priced with the
         user's ``cache.prices``."""
         prices = resolve({}, self.settings.current()).values.cache_prices
-        return await savings(self.store, self.storage_dir, prices, raw)
+        return await savings(self.store, self.location.shown, prices, raw)
 
 
 def _compact_reply(result: CompactResult, reply: str, base: str | None) -> dict[str, Any]:

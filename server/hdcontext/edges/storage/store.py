@@ -37,7 +37,6 @@ from .records import (
     SaveOp,
     StatsRows,
     StoredSession,
-    StoreError,
     Summary,
 )
 from .sqlite_reader import ReadOnly
@@ -149,7 +148,9 @@ def make_store(where: Location | Path | str, *, durable: bool = True) -> Store:
     machine's (or the database server's) crash, see each store."""
     place = _location(where)
     if place.url is not None:
-        raise StoreError(f"cannot use the database {place.shown}: not yet")
+        from .postgres_store import PostgresStore
+
+        return PostgresStore(place.url, durable=durable)
     assert place.folder is not None
     return SqliteStore(place.folder, durable=durable)
 
@@ -170,7 +171,9 @@ def open_reader(where: Location | Path | str) -> Reader:
     a database that cannot be read)."""
     place = _location(where)
     if place.url is not None:
-        raise StoreError(f"cannot use the database {place.shown}: not yet")
+        from .postgres_reader import PostgresReader
+
+        return PostgresReader(place.url)
     assert place.folder is not None
     return ReadOnly(place.folder)
 
