@@ -37,6 +37,12 @@ class SessionLock:
     def locked(self) -> bool:
         return self._local.locked()
 
+    @property
+    def here(self) -> asyncio.Lock:
+        """The daemon's own lock alone: for work on the session held in memory that stores
+        nothing (packing it), which other processes need not wait for."""
+        return self._local
+
     async def acquire(self) -> bool:
         await self._local.acquire()
         if not self._store.shared:

@@ -524,8 +524,8 @@ async def _compacted(
         return _unchanged(state, api, f"not carried: {exc}")
     except TooSlow as exc:
         return _unchanged(state, api, str(exc))
-    except StoreUnavailable:  # said once by the store too, with why
-        return _unchanged(state, api, DATABASE_AWAY)
+    except StoreUnavailable:  # the store said it in the log, once, with why
+        return _unchanged(state, api, DATABASE_AWAY, said=True)
     except Exception as exc:
         return _unchanged(state, api, f"hdcontext failed: {type(exc).__name__}")
     if compacted.passed:
@@ -553,14 +553,15 @@ async def _compacted(
     return compacted
 
 
-def _unchanged(state: ProxyState, api: Api, why: str) -> Compacted | None:
+def _unchanged(state: ProxyState, api: Api, why: str, said: bool = False) -> Compacted | None:
     """``None``, after saying in the log why the request goes as it came: a warning the
-    first time in an hour that this reason comes, a debug line for it again meanwhile."""
+    first time in an hour that this reason comes, a debug line for it again meanwhile (and
+    only that when the reason was ``said`` already, by whom it concerns)."""
     state.unchanged += 1
     now, key = time.monotonic(), f"{api.name} {why}"
     state.uncarried.note(api.name, AS_SENT, why)
     last = state.said.get(key)
-    if last is not None and now - last < SAID_AGAIN_AFTER_S:
+    if said or (last is not None and now - last < SAID_AGAIN_AFTER_S):
         log.debug("%s request forwarded unchanged again: %s", api.name, why)
         return None
     state.said.pop(key, None)

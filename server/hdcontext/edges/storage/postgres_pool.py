@@ -54,6 +54,9 @@ class Health:
     def __init__(self, shown: str) -> None:
         self.shown = shown
         self.down = False
+        self.generation = 0
+        """Counts the losses: a connection made before the last one is not tried again (it
+        went with the database, found out or not yet), so one loss is said once."""
         self.quiet = True
         """Nothing said while the store opens: its caller says a failed start, in one line."""
         self._tried = 0.0
@@ -64,6 +67,7 @@ class Health:
             self._tried = time.monotonic()
             if not self.down:
                 self.down = True
+                self.generation += 1
                 if self.quiet:
                     return StoreUnavailable(
                         f"the database {self.shown} cannot be reached: {reason(exc)}"
@@ -137,7 +141,9 @@ class Connections:
 
     def _connection(self) -> Connection:
         conn: Connection | None = getattr(self._local, "conn", None)
-        if conn is not None and not conn.closed and not conn.broken:
+        made: int = getattr(self._local, "generation", -1)
+        fresh = made == self.health.generation
+        if conn is not None and fresh and not conn.closed and not conn.broken:
             return conn
         if conn is not None:
             self._drop(conn)
@@ -151,6 +157,7 @@ class Connections:
         except psycopg.Error as exc:
             raise StoreError(f"the database {self.shown}: {reason(exc)}") from None
         self._local.conn = conn
+        self._local.generation = self.health.generation
         with self._guard:
             self._made.append(conn)
         return conn
