@@ -129,8 +129,9 @@ def _run(cluster: Cluster, command: list[str], check: bool = True) -> None:
     )
 
 
-def start() -> Cluster:
-    """initdb and start a cluster; ``Cluster.stop`` ends it and deletes its folder."""
+def start(fsync: bool = False) -> Cluster:
+    """initdb and start a cluster; ``Cluster.stop`` ends it and deletes its folder. ``fsync``:
+    commits flushed to the disk, as a real database's are (what ``bench/storage.py`` times)."""
     found = binaries()
     assert found is not None
     folder = Path(tempfile.mkdtemp(prefix="hdc-pg-"))
@@ -155,9 +156,9 @@ def start() -> Cluster:
                 "--no-sync",
             ],
         )
+        flushing = "" if fsync else "-c fsync=off -c full_page_writes=off "
         options = (
-            f"-p {cluster.port} -k {folder} -c listen_addresses='' -c fsync=off "
-            "-c full_page_writes=off -c max_connections=200"
+            f"-p {cluster.port} -k {folder} -c listen_addresses='' {flushing}-c max_connections=200"
         )
         _run(
             cluster,

@@ -26,7 +26,10 @@ log = logging.getLogger(__name__)
 
 class SessionLock:
     def __init__(
-        self, session_id: str, store: Store, fresh: Callable[[str], Awaitable[None]]
+        self,
+        session_id: str,
+        store: Store,
+        fresh: Callable[[str, int | None], Awaitable[None]],
     ) -> None:
         self.session_id = session_id
         self._store = store
@@ -48,12 +51,12 @@ class SessionLock:
         if not self._store.shared:
             return True
         try:
-            await self._store.lock(self.session_id)
+            version = await self._store.lock(self.session_id)
         except BaseException:
             self._local.release()
             raise
         try:
-            await self._fresh(self.session_id)
+            await self._fresh(self.session_id, version)
         except BaseException:
             self.release()
             raise

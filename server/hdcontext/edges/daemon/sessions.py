@@ -104,13 +104,12 @@ class Registry:
         """Whether other processes change these sessions too (a shared database)."""
         return self._store.shared
 
-    async def _fresh(self, session_id: str) -> None:
-        """Once a shared session's lock is held: a session held in memory that another
-        process saved since (or deleted) is let go, to be loaded again as stored."""
+    async def _fresh(self, session_id: str, version: int | None) -> None:
+        """Once a shared session's lock is held (``version``: the stored session's then): a
+        session held in memory that another process saved since (or deleted) is let go, to
+        be loaded again as stored."""
         saved = self._saved.get(session_id)
-        if saved is None:
-            return
-        if await self._store.version(session_id) != saved.version:
+        if saved is not None and version != saved.version:
             self._forget(session_id)
 
     def loaded(self) -> list[Session]:

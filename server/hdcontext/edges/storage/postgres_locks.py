@@ -23,10 +23,14 @@ process's change is never written over.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from .postgres_pool import Connection, Connections
+
+T = TypeVar("T")
 
 FIRST_WAIT_S = 0.002
 LONGEST_WAIT_S = 0.05
@@ -46,13 +50,16 @@ class SessionLocks:
         self._held: dict[int, int] = {}
         """Key -> the backend pid of the connection that took it (gone with it)."""
 
-    async def acquire(self, session_id: str) -> None:
-        """Take the session's lock, waiting while another process has it."""
+    async def acquire(self, session_id: str, then: Callable[[Connection], T]) -> T:
+        """Take the session's lock, waiting while another process has it; then ``then`` on
+        the connection that holds it, in the same call (what the session is now: read once
+        no other process can change it, without a second trip to a worker)."""
         key = lock_key(session_id)
         wait = FIRST_WAIT_S
-        while not await self._try(key):
+        while (taken := await self._try(key, then)) is None:
             await asyncio.sleep(wait)
             wait = min(wait * 2, LONGEST_WAIT_S)
+        return taken[0]
 
     async def release(self, session_id: str) -> None:
         key = lock_key(session_id)
@@ -66,27 +73,34 @@ class SessionLocks:
 
         await self._connections.run(unlock)
 
-    async def _try(self, key: int) -> bool:
-        def take(conn: Connection) -> int | None:
+    async def _try(self, key: int, then: Callable[[Connection], T]) -> tuple[T] | None:
+        def take(conn: Connection) -> tuple[int, T] | None:
             row: Any = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
-            return conn.info.backend_pid if row is not None and row[0] else None
+            if row is None or not row[0]:
+                return None
+            try:
+                return conn.info.backend_pid, then(conn)
+            except BaseException:
+                with contextlib.suppress(Exception):  # (a broken connection gave it back)
+                    conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+                raise
 
         taking = asyncio.ensure_future(self._connections.run(take))
         try:
-            pid = await asyncio.shield(taking)
+            taken = await asyncio.shield(taking)
         except asyncio.CancelledError:
             # Given up while the lock was being taken: give it back once it is.
             taking.add_done_callback(lambda done: self._give_back(key, done))
             raise
-        if pid is None:
-            return False
-        self._held[key] = pid
-        return True
+        if taken is None:
+            return None
+        self._held[key] = taken[0]
+        return (taken[1],)
 
-    def _give_back(self, key: int, done: asyncio.Future[int | None]) -> None:
+    def _give_back(self, key: int, done: asyncio.Future[Any]) -> None:
         if done.cancelled() or done.exception() is not None or done.result() is None:
             return
-        pid = done.result()
+        pid = done.result()[0]
 
         def unlock(conn: Connection) -> None:
             if conn.info.backend_pid == pid:

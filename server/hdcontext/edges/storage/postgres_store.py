@@ -151,22 +151,18 @@ class PostgresStore:
 
     # -- locks and versions -------------------------------------------------------------------
 
-    async def lock(self, session_id: str) -> None:
+    async def lock(self, session_id: str) -> int | None:
+        """Take the session's lock; its version then (``None``: not stored)."""
         if self._locks is None:
             raise StoreError("the store is closed")
-        await self._locks.acquire(session_id)
+        return await self._locks.acquire(session_id, lambda conn: _version(conn, session_id))
 
     async def unlock(self, session_id: str) -> None:
         if self._locks is not None:
             await self._locks.release(session_id)
 
     async def version(self, session_id: str) -> int | None:
-        def run(conn: Connection) -> int | None:
-            row = conn.execute("SELECT version FROM sessions WHERE id=%s", (session_id,))
-            found = row.fetchone()
-            return None if found is None else int(found[0])
-
-        result: int | None = await self._run(run)
+        result: int | None = await self._run(lambda conn: _version(conn, session_id))
         return result
 
     # -- sessions -----------------------------------------------------------------------------
@@ -455,6 +451,11 @@ class PostgresStore:
     async def export_transcript(self, session_id: str, entries: Sequence[Blob]) -> str | None:
         """None: no file is made (see the module's docstring)."""
         return None
+
+
+def _version(conn: Connection, session_id: str) -> int | None:
+    found = conn.execute("SELECT version FROM sessions WHERE id=%s", (session_id,)).fetchone()
+    return None if found is None else int(found[0])
 
 
 def _text(blob: Blob) -> str:

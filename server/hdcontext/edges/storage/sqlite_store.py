@@ -227,8 +227,10 @@ class SqliteStore:
 
         await self._run(run)
 
-    async def lock(self, session_id: str) -> None:
-        """Nothing to wait for: the folder's lock keeps every other process out."""
+    async def lock(self, session_id: str) -> int | None:
+        """Nothing to wait for: the folder's lock keeps every other process out (and no
+        version to read: ``None``)."""
+        return None
 
     async def unlock(self, session_id: str) -> None:
         """See ``lock``."""

@@ -68,9 +68,10 @@ class Store(Protocol):
         """Give back what it holds (the folder's lock, the connections); once."""
         ...
 
-    async def lock(self, session_id: str) -> None:
+    async def lock(self, session_id: str) -> int | None:
         """Wait until no other process changes the session, and keep it so until ``unlock``
-        (a database's lock; nothing to wait for in a folder)."""
+        (a database's lock; nothing to wait for in a folder); the session's version once
+        locked, ``None`` when it is not stored (or, in a folder, not read)."""
         ...
 
     async def unlock(self, session_id: str) -> None: ...
