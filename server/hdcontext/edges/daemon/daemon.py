@@ -226,14 +226,16 @@ class Daemon:
 
     async def shutdown(self) -> None:
         """Stop the watcher and the pruning; with a retention of 0, delete the sessions this
-        daemon served, which nobody uses any more (the store must still be open)."""
+        daemon served, which nobody uses any more (the store must still be open). Not in a
+        database other processes share: they may be serving them (a replica stopping is no
+        conversation ending); the pruning there deletes them once idle for the hour."""
         await self.registry.settle_saves()
         await self.watcher.stop()
         await self._packer.stop()
         if self._pruner is None:
             return
         await self._pruner.stop()
-        if self.retention is not None and self.retention.days == 0:
+        if self.retention is not None and self.retention.days == 0 and not self.store.shared:
             for session in self.registry.loaded():
                 async with self.registry.lock(session.session_id):
                     await self.registry.delete_idle(session.session_id, None)
