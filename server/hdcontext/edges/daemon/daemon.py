@@ -33,7 +33,7 @@ from ...core.session.replies import Status, SyncReply
 from ...core.session.reply import CompactResult
 from ...core.session.session import Session, SyncOutcome
 from ...core.settings import FIELDS, SettingError, resolve
-from ..storage.location import Location, folder
+from ..storage.location import Location, as_location
 from ..storage.store import make_store
 from . import memory
 from .conversation import conversation as resent_conversation
@@ -101,10 +101,14 @@ class Client(Protocol):
 
 
 class Daemon:
+    """``storage``: where the sessions are kept, a storage folder (SQLite), a ``postgresql://``
+    URL (a database other processes may share: each session is then locked in it, and loaded
+    again when another process changed it), or a ``Location``. ``start`` opens it."""
+
     def __init__(
         self,
         client: Client,
-        storage: Location | Path,
+        storage: Location | Path | str,
         settings: IdeSettings,
         retrieve_tool: str | None = None,
         retention: Retention | None = None,
@@ -117,7 +121,7 @@ class Daemon:
         """Whether the client hears of every session's tokens (``hdcontext/tokens``): not
         the proxy's, which has no editor (each status made for it cost 0.3 ms a request)."""
         self.retrieve_tool = retrieve_tool
-        self.location = storage if isinstance(storage, Location) else folder(storage)
+        self.location = as_location(storage)
         """Where the sessions are kept: a storage folder, or a database's URL."""
         self.storage_dir = self.location.folder
         """The storage folder (``None`` with a database): the summary prompt's file in it."""

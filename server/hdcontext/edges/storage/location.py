@@ -57,6 +57,16 @@ def database(url: str) -> Location:
     return Location(url=url)
 
 
+def as_location(where: Location | Path | str) -> Location:
+    """``where`` as a location: a ``postgresql://`` URL names a database, any other text or
+    path a folder."""
+    if isinstance(where, Location):
+        return where
+    if isinstance(where, str) and is_database_url(where):
+        return database(where)
+    return folder(Path(where))
+
+
 def given_or_default(given: str | Path | None, default: Path) -> Location:
     """``--storage``'s value (a folder or a URL), else ``HDCONTEXT_DATABASE_URL``, else the
     default folder. A folder is taken as given (the caller resolves it)."""

@@ -28,8 +28,7 @@ from typing import Protocol
 from ...core.history.stored import Blob
 from ...core.session.state import SessionState
 from ...core.stats.calls import CallRow
-from .location import Location, database, is_database_url
-from .location import folder as folder_location
+from .location import Location, as_location
 from .records import (
     Loaded,
     PassedRow,
@@ -147,7 +146,7 @@ def make_store(where: Location | Path | str, *, durable: bool = True) -> Store:
     open. ``durable``: every commit flushed to the disk before it returns (an editor's
     daemon); the proxy's commits survive its own death but may be taken back by the
     machine's (or the database server's) crash, see each store."""
-    place = _location(where)
+    place = as_location(where)
     if place.url is not None:
         from .postgres_store import PostgresStore
 
@@ -170,18 +169,10 @@ async def open_store(where: Location | Path | str, *, durable: bool = True) -> S
 def open_reader(where: Location | Path | str) -> Reader:
     """A reader of ``where`` (``NoStorage`` for a folder that is not there, ``StoreError`` for
     a database that cannot be read)."""
-    place = _location(where)
+    place = as_location(where)
     if place.url is not None:
         from .postgres_reader import PostgresReader
 
         return PostgresReader(place.url)
     assert place.folder is not None
     return ReadOnly(place.folder)
-
-
-def _location(where: Location | Path | str) -> Location:
-    if isinstance(where, Location):
-        return where
-    if isinstance(where, str):
-        return database(where) if is_database_url(where) else folder_location(Path(where))
-    return folder_location(where)
