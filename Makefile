@@ -15,7 +15,7 @@ STAGE   = @echo "== $@ ($$(date +%T))"
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo test lint typecheck unit bench clean vsix test-extension e2e e2e-package nvim fuzz \
-	agent-clis litellm e2e-apt e2e-editor ext-build _test
+	agent-clis litellm e2e-apt e2e-editor ext-build _test postgres
 
 # hdcontext and its dependencies: what `make demo` needs. pip shows what it fetches.
 $(STAMP): pyproject.toml
@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 
 # The test tools on top: pytest and its plugins, hypothesis, mypy, ruff, the openai client.
 $(DEV): $(STAMP)
-	@echo "setup: the test tools into $(VENV)/ (pytest, pytest-xdist, hypothesis, mypy, ruff, the openai, anthropic and google-genai clients, trustme, playwright…; about 290 MB more, playwright 170 of them), from PyPI"
+	@echo "setup: the test tools into $(VENV)/ (pytest, pytest-xdist, hypothesis, mypy, ruff, the openai, anthropic and google-genai clients, trustme, playwright, psycopg for the PostgreSQL store…; about 295 MB more, playwright 170 of them), from PyPI"
 	$(BIN)/python -m pip install --disable-pip-version-check -e '.[dev]'
 	touch $(DEV)
 
@@ -60,6 +60,22 @@ nvim:
 	  || echo "nvim: could not install neovim; the Neovim test will be skipped"; \
 	else echo "nvim: missing and apt-get (as root) is not available; the Neovim test will be skipped"; fi
 
+# The PostgreSQL store's tests (tests/storage, tests/proxy/test_replicas.py) start a throwaway
+# cluster of their own with Debian's PostgreSQL binaries (initdb, pg_ctl; as the user postgres
+# when run as root): install Debian's postgresql when they are missing. Idempotent; without
+# apt-get or root the tests say why they skip. (`make test` installs it with the editor tests'
+# Debian packages, in one apt-get.) psycopg comes with the test tools (the dev extra).
+postgres:
+	@if [ "$$HDC_SKIP_EDITOR_TESTS" = 1 ]; then echo "postgres: skipped (HDC_SKIP_EDITOR_TESTS=1)"; \
+	elif command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  echo "postgres: installing Debian's postgresql (about 19 MB to fetch, 64 MB installed, system-wide with apt-get) for the PostgreSQL store's tests"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -q --no-install-recommends postgresql >/dev/null 2>&1 \
+	  || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends postgresql >/dev/null; } \
+	  || echo "postgres: could not install postgresql; the PostgreSQL tests will be skipped"; \
+	else echo "postgres: missing and apt-get (as root) is not available; the PostgreSQL tests will be skipped"; fi
+
 # The agents' CLIs for the proxy's end-to-end tests (tests/proxy/agent_clis.py), each from npm
 # into ~/.cache/hdcontext-e2e, once, saying so first: Claude Code's (claude_cli.py, 384 MB),
 # Codex CLI (codex_cli.py, 424 MB), opencode (opencode_cli.py, 354 MB) and Gemini CLI
@@ -82,7 +98,7 @@ litellm:
 # PYTEST_WORKERS=0 runs it in one process. --dist loadgroup: the tests of an xdist_group (the
 # gateway's, which share one LiteLLM process) run on one worker; the others are spread as before.
 PYTEST_WORKERS ?= auto
-unit: $(DEV) nvim agent-clis litellm
+unit: $(DEV) nvim postgres agent-clis litellm
 	$(STAGE): pytest, $(PYTEST_WORKERS) workers
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup --progress-by-file \
 	  -o console_output_style=classic --durations=10
@@ -106,6 +122,7 @@ ifneq ($(filter _test,$(MAKECMDGOALS)),)
 typecheck: | lint
 unit: | typecheck
 nvim: | e2e-apt
+postgres: | e2e-apt
 test-extension: | unit
 e2e: | test-extension
 endif

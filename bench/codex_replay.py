@@ -61,7 +61,7 @@ from hdcontext.edges.proxy.openai_cache import LONG_RETENTION, LONG_RETENTION_TT
 from hdcontext.edges.proxy.responses import ResponsesApi
 from hdcontext.edges.proxy.run import _NoEditor
 from hdcontext.edges.proxy.usage import Billed
-from hdcontext.edges.storage.store import prepare_folder
+from hdcontext.edges.storage.folder import prepare_folder
 
 from . import codex_ceiling, codex_table, responses_checks
 from .billing import RESPONSES_PRICE_MODELS, Bill, PriceModel, lifetime

@@ -58,7 +58,7 @@ from hdcontext.edges.proxy.compactor import Compacted, Compactor, InvalidResult,
 from hdcontext.edges.proxy.gemini import GeminiApi
 from hdcontext.edges.proxy.run import _NoEditor
 from hdcontext.edges.proxy.usage import Billed
-from hdcontext.edges.storage.store import prepare_folder
+from hdcontext.edges.storage.folder import prepare_folder
 
 from . import gemini_ceiling, gemini_checks, gemini_table
 from .billing import Bill, PriceModel, gemini

@@ -13,6 +13,9 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+from tests import postgres_cluster as postgres
+from tests.postgres_cluster import Cluster
+
 if os.environ.get("HDCONTEXT_CI") == "1":
     # CI (.ci/run): the property tests run Hypothesis' own "ci" profile, the same examples on
     # every run, so that a red run is one anybody can run again, and nothing lands or fails by
@@ -20,6 +23,26 @@ if os.environ.get("HDCONTEXT_CI") == "1":
     # fuzz`` draws many more: that is where new counterexamples are found (and then kept as
     # ``@example``s).
     settings.load_profile("ci")
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[Cluster]:
+    """A PostgreSQL cluster of this worker's own, for the whole run (``postgres_cluster.py``);
+    the tests that use it are skipped with the reason where none can be started."""
+    reason = postgres.why_not()
+    if reason is not None:
+        pytest.skip(reason)
+    cluster = postgres.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def pg_url(postgres_cluster: Cluster) -> str:
+    """The URL of a new database of the cluster, the test's alone."""
+    return postgres_cluster.new_database()
 
 
 @pytest.fixture(autouse=True, scope="session")

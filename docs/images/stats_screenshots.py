@@ -27,7 +27,7 @@ from tests.stats.seed import Seeded, seed  # noqa: E402
 from hdcontext.cli import stats as cli_stats  # noqa: E402
 from hdcontext.edges.proxy.dashboard import Dashboard, start_page  # noqa: E402
 from hdcontext.edges.stats.report import read  # noqa: E402
-from hdcontext.edges.storage.store import DB_NAME  # noqa: E402
+from hdcontext.edges.storage.folder import DB_NAME  # noqa: E402
 
 OUT = Path(__file__).resolve().parent
 SHOWN_FOLDER = "~/.local/share/hdcontext"

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hdcontext.edges.storage.store import ReadOnly
+from hdcontext.edges.storage.sqlite_reader import ReadOnly
 
 from .harness import read_pair, start_daemon, text
 from .test_summarizer import _long_session

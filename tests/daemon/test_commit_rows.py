@@ -15,12 +15,14 @@ from typing import Any
 from hdcontext.core.content import IContent, parse_entries
 from hdcontext.core.session.session import Session
 from hdcontext.edges.daemon.sessions import Registry
-from hdcontext.edges.storage.store import SCHEMA_VERSION, SaveOp, Store
+from hdcontext.edges.storage.records import SaveOp
+from hdcontext.edges.storage.sqlite_schema import SCHEMA_VERSION
+from hdcontext.edges.storage.sqlite_store import SqliteStore
 
 from .harness import read_pair, text, write_pair
 
 
-class RecordingStore(Store):
+class RecordingStore(SqliteStore):
     def __init__(self, directory: Path) -> None:
         super().__init__(directory)
         self.ops: list[SaveOp] = []
@@ -36,7 +38,7 @@ SEEDS_SETTINGS: dict[str, object] = {
 }
 
 
-def registry(store: Store) -> Registry:
+def registry(store: SqliteStore) -> Registry:
     """Sessions with the seeds' schedule: every compact applies what it finds, so each commit
     below has rows to write."""
     return Registry(
@@ -84,7 +86,7 @@ async def test_a_prune_in_the_middle_writes_the_changed_rows_only(tmp_path: Path
     keys = list(session.history.keys)
     await store.close()
 
-    again = Store(tmp_path / "storage")
+    again = SqliteStore(tmp_path / "storage")
     await again.open()
     restored = await registry(again).get("s")
     assert wire(restored.history.raw) == raw
@@ -105,7 +107,7 @@ async def test_a_history_replaced_wholesale_is_rewritten(tmp_path: Path) -> None
     await reg.commit(session, lambda: session.append(entries(text("human", "again"))))
     await store.close()
 
-    again = Store(tmp_path / "storage")
+    again = SqliteStore(tmp_path / "storage")
     await again.open()
     restored = await registry(again).get("s")
     assert wire(restored.history.raw) == wire(session.history.raw)
@@ -116,7 +118,7 @@ async def test_a_history_replaced_wholesale_is_rewritten(tmp_path: Path) -> None
 async def test_a_schema_1_database_goes_on_where_it_was(tmp_path: Path) -> None:
     """Schema 1 stored indices as ``pos``: they read back as keys, and edits go on."""
     directory = tmp_path / "storage"
-    store = Store(directory)
+    store = SqliteStore(directory)
     await store.open()
     reg = registry(store)
     session = await reg.open("s", None, {})
@@ -141,7 +143,7 @@ async def test_a_schema_1_database_goes_on_where_it_was(tmp_path: Path) -> None:
         db.execute("PRAGMA user_version=1")
     db.close()
 
-    store = Store(directory)
+    store = SqliteStore(directory)
     await store.open()
     reg = registry(store)
     session = await reg.get("s")
@@ -152,7 +154,7 @@ async def test_a_schema_1_database_goes_on_where_it_was(tmp_path: Path) -> None:
     raw = wire(session.history.raw)
     await store.close()
 
-    again = Store(directory)
+    again = SqliteStore(directory)
     await again.open()
     assert wire((await registry(again).get("s")).history.raw) == raw
     await again.close()
@@ -167,7 +169,7 @@ async def test_entries_packed_after_their_commit_are_stored_and_read_back_as_jso
     """What a compaction let go of is packed in memory after its commit (``pack_left``, as
     the daemon does once the session is idle); the store holds every entry's JSON all the
     same, and a restart reads each back as it was appended."""
-    store = Store(tmp_path / "storage")
+    store = SqliteStore(tmp_path / "storage")
     await store.open()
     reg = registry(store)
     session = await reg.open("s", None, {})
@@ -185,7 +187,7 @@ async def test_entries_packed_after_their_commit_are_stored_and_read_back_as_jso
         rows = [json.loads(e) for (e,) in db.execute("SELECT entry FROM transcript ORDER BY seq")]
     assert rows == transcript and rows[1]["blocks"][0]["result"] == long
 
-    again = Store(tmp_path / "storage")
+    again = SqliteStore(tmp_path / "storage")
     await again.open()
     restored = await registry(again).get("s")
     assert [json.loads(b) for b in restored.history.transcript_json] == transcript

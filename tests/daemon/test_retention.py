@@ -22,7 +22,8 @@ from hdcontext.edges.daemon.daemon import Daemon
 from hdcontext.edges.daemon.ide_settings import IdeSettings
 from hdcontext.edges.daemon.retention import DAY_MS, Retention, parse_days
 from hdcontext.edges.proxy.run import _NoEditor
-from hdcontext.edges.storage.store import DB_NAME, Store, prepare_folder
+from hdcontext.edges.storage.folder import DB_NAME, prepare_folder
+from hdcontext.edges.storage.sqlite_store import SqliteStore
 
 from .harness import read_pair, start_daemon, text
 
@@ -132,7 +133,7 @@ async def test_a_database_written_before_scrubbing_is_rewritten_at_its_first_del
     until a deletion rewrites the file once (VACUUM)."""
     storage = tmp_path / "storage"
     prepare_folder(storage)
-    store = Store(storage)
+    store = SqliteStore(storage)
     await store.open()
     await store.close()
     with sqlite3.connect(storage / DB_NAME, isolation_level=None) as db:  # as schema 2 left it

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from hdcontext.core.prices import lookup
-from hdcontext.edges.storage.store import ReadOnly
+from hdcontext.edges.storage.sqlite_reader import ReadOnly
 
 from .harness import Daemon, read_pair, start_daemon, text
 

@@ -31,7 +31,7 @@ import pytest
 from hdcontext.core.validity import payload_problems
 from hdcontext.edges.stats.owners import read_owners, tag_of
 from hdcontext.edges.stats.report import read
-from hdcontext.edges.storage.store import ReadOnly
+from hdcontext.edges.storage.sqlite_reader import ReadOnly
 from hdcontext.litellm.identity import owner_of
 from tests.proxy import test_openai_client, test_responses
 from tests.proxy.agent_script import DONE_TEXT, notes_script, notes_workspace

@@ -39,9 +39,10 @@ async def _read(process: ProxyProcess) -> None:
 
 
 @contextlib.asynccontextmanager
-async def proxy_process(storage: Path, *args: str) -> AsyncIterator[ProxyProcess]:
-    """``hdcontext proxy --port 0 --storage-dir STORAGE ARGS…``, listening when this yields;
-    the whole log is in ``lines`` once the block ends (the process has exited)."""
+async def proxy_process(storage: Path | str, *args: str) -> AsyncIterator[ProxyProcess]:
+    """``hdcontext proxy --port 0 --storage-dir STORAGE ARGS…`` (a folder, or a database's
+    URL), listening when this yields; the whole log is in ``lines`` once the block ends (the
+    process has exited)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = await asyncio.create_subprocess_exec(
         sys.executable,

@@ -18,7 +18,7 @@ from aiohttp import web
 from hdcontext.edges.daemon.daemon import Daemon
 from hdcontext.edges.daemon.ide_settings import IdeSettings
 from hdcontext.edges.proxy.run import Proxy, _NoEditor
-from hdcontext.edges.storage.store import prepare_folder
+from hdcontext.edges.storage.folder import prepare_folder
 
 from . import claude_cli
 from .fake_upstream import FakeUpstream, Script

@@ -15,7 +15,8 @@ import aiohttp
 from hdcontext.edges.daemon.ide_settings import IdeSettings
 from hdcontext.edges.daemon.retention import Retention
 from hdcontext.edges.proxy.run import proxy_daemon
-from hdcontext.edges.storage.store import Store, prepare_folder
+from hdcontext.edges.storage.folder import prepare_folder
+from hdcontext.edges.storage.sqlite_store import SqliteStore
 
 from .cli_proxy import proxy_process
 from .conftest import start
@@ -24,7 +25,7 @@ from .test_proxy_http import ANTHROPIC_HEADERS, anthropic_body
 FULL, NORMAL = 2, 1  # PRAGMA synchronous
 
 
-async def _synchronous(store: Store) -> int:
+async def _synchronous(store: SqliteStore) -> int:
     await store.open()
     try:
         return int(await store._run(lambda db: db.execute("PRAGMA synchronous").fetchone()[0]))
@@ -37,7 +38,7 @@ async def test_the_proxy_writes_without_flushing_and_the_editor_daemon_flushes(
 ) -> None:
     for name in ("daemon", "proxy"):
         prepare_folder(tmp_path / name)
-    assert await _synchronous(Store(tmp_path / "daemon")) == FULL
+    assert await _synchronous(SqliteStore(tmp_path / "daemon")) == FULL
     daemon = proxy_daemon(tmp_path / "proxy", IdeSettings(), Retention())
     assert daemon.store.durable is False
     assert await _synchronous(daemon.store) == NORMAL

@@ -22,7 +22,7 @@ from hdcontext.core.validity import payload_problems
 from hdcontext.edges.daemon.daemon import Daemon
 from hdcontext.edges.daemon.ide_settings import IdeSettings
 from hdcontext.edges.proxy.run import Proxy, _NoEditor
-from hdcontext.edges.storage.store import prepare_folder
+from hdcontext.edges.storage.folder import prepare_folder
 
 from . import gemini_cli
 from .fake_gemini import FINAL_TEXT, MAGIC_NEW, MAGIC_OLD, FakeGemini, coding_plan, signatures

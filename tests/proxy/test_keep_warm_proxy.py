@@ -16,7 +16,7 @@ import pytest
 
 from hdcontext.edges.proxy.compactor import now_ms
 from hdcontext.edges.proxy.keepwarm import REFRESH_TEXT
-from hdcontext.edges.storage.store import DB_NAME
+from hdcontext.edges.storage.folder import DB_NAME
 
 from .conftest import Running, start, stop
 

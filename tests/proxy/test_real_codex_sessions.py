@@ -38,7 +38,7 @@ from hdcontext.edges.proxy.api import Unsupported
 from hdcontext.edges.proxy.compactor import GLANCED, Compactor
 from hdcontext.edges.proxy.responses import ResponsesApi
 from hdcontext.edges.proxy.run import _NoEditor
-from hdcontext.edges.storage.store import prepare_folder
+from hdcontext.edges.storage.folder import prepare_folder
 
 API = ResponsesApi()
 SPREAD = 2

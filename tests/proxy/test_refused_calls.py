@@ -12,7 +12,7 @@ from pathlib import Path
 import anthropic
 import pytest
 
-from hdcontext.edges.storage.store import DB_NAME
+from hdcontext.edges.storage.folder import DB_NAME
 
 from .conftest import proxy_in_front_of, start, stop
 

@@ -16,7 +16,8 @@ import pytest
 
 from hdcontext.edges.proxy import compactor as compactor_module
 from hdcontext.edges.proxy.compactor import RESUME_WITHIN_MS, now_ms
-from hdcontext.edges.storage.store import ResumeRow, Store
+from hdcontext.edges.storage.records import ResumeRow
+from hdcontext.edges.storage.sqlite_store import SqliteStore
 
 from .conftest import Running, start, stop
 from .test_proxy_http import ANTHROPIC_HEADERS
@@ -189,7 +190,7 @@ async def test_kept_requests_are_read_once_only_of_the_last_hour_and_only_of_sto
         async with aiohttp.ClientSession() as client:
             await _send(client, running, 1)
         (session,) = [s["sessionId"] for s in await running.statuses()]
-        store: Store = running.daemon.store
+        store: SqliteStore = running.daemon.store
         now = now_ms()
         rows = [
             ResumeRow(session, now - 10, "anthropic", "test", b"recent"),
@@ -223,7 +224,7 @@ async def test_a_kept_request_goes_with_its_session(tmp_path: Path) -> None:
     (session,) = [s["sessionId"] for s in await running.statuses()]
     await stop(running, runners)  # keeps the request, its system prompt with it
     assert SYSTEM_MARK.encode() in _on_disk(running.storage)
-    store = Store(running.storage)
+    store = SqliteStore(running.storage)
     await store.open()
     try:
         assert await store.delete(session)
@@ -309,7 +310,7 @@ async def test_a_resume_given_up_leaves_no_request_waiting(
         async def stuck(*args: Any, **kwargs: Any) -> Any:
             await never.wait()
 
-        monkeypatch.setattr(Store, "take_resume", stuck)
+        monkeypatch.setattr(SqliteStore, "take_resume", stuck)
         running, runners = await start(tmp_path, _answer)
         try:
             task = running.proxy.state.compactor._resume_task

@@ -22,7 +22,7 @@ from hdcontext.edges.proxy.routes import place
 from hdcontext.edges.proxy.run import Proxy, _NoEditor
 from hdcontext.edges.proxy.uncarried import path_kind
 from hdcontext.edges.stats.report import uncarried
-from hdcontext.edges.storage.store import prepare_folder
+from hdcontext.edges.storage.folder import prepare_folder
 
 ANTHROPIC_KEY = "sk-ant-routing-secret"
 OPENAI_KEY = "sk-openai-routing-secret"
@@ -310,7 +310,7 @@ async def test_what_is_not_carried_reaches_hdcontext_stats(three: Three) -> None
         ) as response:
             assert response.status == 200
     await three.proxy.state.store_uncarried()
-    counted = uncarried(three.proxy.state.compactor.daemon.storage_dir)
+    counted = uncarried(three.proxy.state.compactor.daemon.location)
     assert counted["notForwarded"] == 1
     assert counted["passedThrough"] == 2
     assert counted["passedThroughReasons"] == [

@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from hdcontext.edges.storage.store import SaveOp, StoreError
+from hdcontext.edges.storage.records import SaveOp, StoreError
 
 from .conftest import Running, start, stop
 from .test_proxy_http import ANTHROPIC_HEADERS, SECRET_TEXT, anthropic_body

@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from hdcontext.edges.storage.store import ReadOnly
+from hdcontext.edges.storage.sqlite_reader import ReadOnly
 
 from .conftest import Running
 from .test_proxy_http import ANTHROPIC_HEADERS, SECRET_TEXT, anthropic_body, post

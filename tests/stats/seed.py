@@ -10,7 +10,8 @@ from datetime import datetime
 from pathlib import Path
 
 from hdcontext.core.session.state import SessionState
-from hdcontext.edges.storage.store import DB_NAME, Store, prepare_folder
+from hdcontext.edges.storage.folder import DB_NAME, prepare_folder
+from hdcontext.edges.storage.sqlite_store import SqliteStore
 
 
 def noon(day: int, minute: int = 0) -> int:
@@ -44,7 +45,7 @@ def seed(folder: Path, sessions: list[Seeded]) -> None:
     prepare_folder(folder)
 
     async def create() -> None:
-        store = Store(folder)
+        store = SqliteStore(folder)
         await store.open()
         try:
             for s in sessions:

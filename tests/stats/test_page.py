@@ -18,6 +18,7 @@ import aiohttp
 import pytest
 
 from hdcontext.edges.proxy.dashboard import Dashboard, start_page
+from hdcontext.edges.storage.location import Location
 
 from .seed import seed
 from .test_stats_cli import ARTIFACTS, SESSIONS
@@ -54,7 +55,7 @@ AS_SENT = {
 async def served(tmp_path: Path) -> AsyncIterator[str]:
     folder = tmp_path / "storage"
     await asyncio.to_thread(seed, folder, SESSIONS)
-    runner, port = await start_page(Dashboard(folder, live=lambda: AS_SENT), 0)
+    runner, port = await start_page(Dashboard(Location(folder=folder), live=lambda: AS_SENT), 0)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from hdcontext.cli.main import main as cli
-from hdcontext.edges.storage.store import DB_NAME, Store
+from hdcontext.edges.storage.folder import DB_NAME
+from hdcontext.edges.storage.sqlite_store import SqliteStore
 
 from .seed import Call, Seeded, noon, seed
 
@@ -413,7 +414,7 @@ def test_the_tables_read_at_80_columns(folder: Path) -> None:
 
 def test_a_folder_held_by_a_running_daemon_is_read_without_its_lock(folder: Path) -> None:
     async def held() -> tuple[subprocess.CompletedProcess[str], bool]:
-        store = Store(folder)
+        store = SqliteStore(folder)
         await store.open()  # the folder's lock, as a daemon holds it
         try:
             before = (folder / DB_NAME).read_bytes()
@@ -451,10 +452,10 @@ def test_the_requests_the_proxy_did_not_carry_are_said(
     """An agent the proxy cannot carry is visible from its first day: the requests that went
     as they came, those the proxy answered itself and those of no model call, each with its
     reason, in the JSON and under the table; ``--since`` keeps the recent ones."""
-    from hdcontext.edges.storage.store import PassedRow
+    from hdcontext.edges.storage.records import PassedRow
 
     async def count() -> None:
-        store = Store(folder)
+        store = SqliteStore(folder)
         await store.open()
         try:
             await store.add_passed(

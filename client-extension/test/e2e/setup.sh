@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the editor tests need, once; a second run installs nothing:
 #   - Debian packages, system-wide: chromium (driven headless by playwright-core), the compiler
-#     and libraries that code-server's native modules build with, and neovim (the daemon's
-#     Neovim client test, in pytest);
+#     and libraries that code-server's native modules build with, neovim (the daemon's
+#     Neovim client test, in pytest) and postgresql (the PostgreSQL store's tests, in pytest,
+#     start a throwaway cluster with its binaries);
 #   - Node 24 (npm package node-linux-<arch>), which code-server 4.139 needs, and
 #   - code-server 4.139.1 (VS Code 1.139 in a browser),
 #     both into $HDCONTEXT_E2E_HOME (default ~/.cache/hdcontext-e2e), outside the repository.
@@ -11,8 +12,9 @@
 # Needs root (or sudo) for apt-get, and the Debian and npm registries.
 #
 #   setup.sh [all|apt|editor]   apt: the Debian packages only; editor: Node 24 and code-server
-#                               only (make test runs the two apart: pytest needs neovim, while
-#                               code-server installs beside it); all (the default): both.
+#                               only (make test runs the two apart: pytest needs neovim and
+#                               postgresql, while code-server installs beside it); all (the
+#                               default): both.
 set -euo pipefail
 
 PHASE=${1:-all}
@@ -38,7 +40,7 @@ CS_BIN=$CS_DIR/node_modules/.bin/code-server
 
 # g++ and make: node-gyp builds code-server's native modules with them (a machine with only
 # Python, Node and npm may not have them; where they are, nothing is installed).
-APT_PACKAGES=(chromium g++ make libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev pkg-config neovim)
+APT_PACKAGES=(chromium g++ make libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev pkg-config neovim postgresql)
 missing=()
 [ "$PHASE" = editor ] && APT_PACKAGES=()
 for pkg in "${APT_PACKAGES[@]}"; do

@@ -40,6 +40,7 @@ from .sessions import main as sessions_main_with
 from .sessions import retention_days
 from .stats import add_parser as add_stats
 from .stats import main as stats_main_with
+from .storage_option import add_storage_option, storage_of
 
 OK = 0
 OVER_LIMIT = 1
@@ -174,12 +175,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--port", type=int, default=2087, help="port for --tcp (default: 2087; 0 picks a free one)"
     )
-    serve.add_argument(
-        "--storage-dir",
-        type=Path,
-        default=None,
-        help="the storage folder when initialize names none (default: the platform's user data "
-        "folder); with --tcp the daemon locks it at start and writes its tcp-token there",
+    add_storage_option(
+        serve,
+        "a folder is used when initialize names none (with --tcp the daemon locks it at start "
+        "and writes its tcp-token there); a database whatever initialize names",
     )
     serve.add_argument(
         "--max-message-bytes",
@@ -242,12 +241,10 @@ def _parser() -> argparse.ArgumentParser:
         "https://generativelanguage.googleapis.com). A request of no API the proxy serves, or "
         "one carrying another provider's key, is answered by the proxy and forwarded nowhere",
     )
-    proxy.add_argument(
-        "--storage-dir",
-        type=Path,
-        default=None,
-        help=f"where sessions persist (default: {default_storage()}, as serve's); locked "
-        "while the proxy runs",
+    add_storage_option(
+        proxy,
+        f"where sessions persist (the folder: {default_storage()}, as serve's; locked while the "
+        "proxy runs; a database is shared by any number of proxies)",
     )
     proxy.add_argument(
         "--bound-seconds",
@@ -583,24 +580,23 @@ def serve_main(args: argparse.Namespace) -> int:
     from ..edges.lsp.transport import serve_stdio
 
     configure_logging(getattr(logging, args.log_level))
-    storage: Path | None = args.storage_dir
-    if storage is not None:
-        if "\x00" in str(storage):
-            print("hdcontext: --storage-dir contains a NUL character", file=sys.stderr)
-            return 2
-        storage = storage.expanduser().resolve()
+    given = storage_of(args.storage, default_storage())
+    if isinstance(given, str):
+        print(f"hdcontext: {given}", file=sys.stderr)
+        return 2
+    named = args.storage is not None or given.url is not None
     retention = Retention(args.retention_days)
     if args.tcp:
-        folder = storage or default_storage()
         code = serve_tcp(
             args.host,
             args.port,
-            storage=folder.resolve(),
+            storage=given,
             max_body=args.max_message_bytes,
             retention=retention,
+            token_folder=default_storage(),
         )
-    else:
-        code = serve_stdio(storage, args.max_message_bytes, retention)
+    else:  # initialize's storageDir wins over a folder only said by default
+        code = serve_stdio(given if named else None, args.max_message_bytes, retention)
     _leave(code)
 
 
@@ -624,15 +620,14 @@ def proxy_main(args: argparse.Namespace) -> int:
     from ..edges.proxy.run import serve_proxy
 
     configure_logging(getattr(logging, args.log_level))
-    storage: Path | None = args.storage_dir
-    if storage is not None and "\x00" in str(storage):
-        print("hdcontext: --storage-dir contains a NUL character", file=sys.stderr)
+    given = storage_of(args.storage, default_storage())
+    if isinstance(given, str):
+        print(f"hdcontext: {given}", file=sys.stderr)
         return 2
-    folder = storage or default_storage()
     return serve_proxy(
         host=args.host,
         port=args.port,
-        storage=folder.expanduser().resolve(),
+        storage=given,
         anthropic=args.anthropic_upstream,
         openai=args.openai_upstream,
         gemini=args.gemini_upstream,

@@ -1,12 +1,14 @@
-"""``hdcontext sessions``: what a storage folder keeps, and deleting it.
+"""``hdcontext sessions``: what a storage keeps, and deleting it.
 
-The daemon and the proxy keep every conversation they serve in their storage folder; a user
-must be able to see what is there and take it out without a client of the protocol. ``list``
-and ``show`` read the database in SQLite's read-only mode, without the folder's lock, so they
-work beside a running daemon. ``delete`` and ``prune`` change it, so they take the lock as a
-daemon does: while a daemon holds the folder they refuse (exit 2) rather than write under it
-(its own retention prunes it; ``history/delete`` deletes through it). Whatever is deleted is
-deleted from the file (``Store.delete_sessions``) and its exported transcript goes with it.
+The daemon and the proxy keep every conversation they serve in their storage folder (or a
+database); a user must be able to see what is there and take it out without a client of the
+protocol. ``list`` and ``show`` read it without its lock (SQLite's read-only mode, a read-only
+connection to a database), so they work beside a running daemon. ``delete`` and ``prune``
+change it, so they take the lock as a daemon does: while a daemon holds a folder they refuse
+(exit 2) rather than write under it (its own retention prunes it; ``history/delete`` deletes
+through it); in a database, which replicas share by design, each session's own lock, so that
+no request is changing it meanwhile. Whatever is deleted is deleted from the file or the
+tables (``Store.delete_sessions``) and its exported transcript goes with it.
 
 Bad input (an unknown id, a bad duration, a folder that is not there) is one line on stderr,
 exit 2, and nothing changed: every id is checked before any is deleted.
@@ -26,7 +28,11 @@ from pathlib import Path
 
 from ..edges.daemon.retention import DEFAULT_DAYS, FOREVER, parse_days
 from ..edges.storage import storage_lock
-from ..edges.storage.store import PRIVATE_UMASK, ReadOnly, Store, StoredSession, StoreError
+from ..edges.storage.folder import PRIVATE_UMASK
+from ..edges.storage.location import Location
+from ..edges.storage.records import StoredSession, StoreError
+from ..edges.storage.store import Store, make_store, open_reader
+from .storage_option import add_storage_option, storage_of
 
 OK = 0
 BAD_INPUT = 2
@@ -51,11 +57,12 @@ commands:
   prune --older-than D     delete every session idle (not used) for longer than D:
                            30d, 12h, 90m, 2w, or a number of days (--dry-run: list them)
 
-storage folder: --storage-dir, default the one the daemon and the proxy use:
+storage: --storage FOLDER|URL (or $HDCONTEXT_DATABASE_URL), default the folder the daemon
+and the proxy use:
   {{default}}
 list and show read it while a daemon runs (read-only, no lock); delete and prune refuse
-while a daemon or proxy holds it: stop it first, or let its retention prune
-(hdcontext proxy --retention-days N|{FOREVER}).
+while a daemon or proxy holds a folder: stop it first, or let its retention prune
+(hdcontext proxy --retention-days N|{FOREVER}); in a database they lock each session.
 
 exit status:
   {OK}  done
@@ -71,12 +78,7 @@ def add_parser(
     """``hdcontext sessions`` and its commands, on the command line's subparsers; ``default``
     is the storage folder when none is named."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--storage-dir",
-        type=Path,
-        default=None,
-        help=f"the storage folder (default: the daemon's and the proxy's, {default})",
-    )
+    add_storage_option(common, f"the daemon's and the proxy's folder is {default}")
     epilog = EPILOG.format(default=default)
     sessions = sub.add_parser(
         "sessions",
@@ -148,24 +150,22 @@ def parse_duration(text: str) -> int | None:
 
 
 def main(args: argparse.Namespace, default_storage: Path) -> int:
-    given: Path | None = args.storage_dir
-    if given is not None and "\x00" in str(given):
-        _say("--storage-dir contains a NUL character")
+    where = storage_of(args.storage, default_storage)
+    if isinstance(where, str):
+        _say(where)
         return BAD_INPUT
-    folder = (given or default_storage).expanduser()
     # A read-only reader may still make the database's -wal and -shm files: the user's alone.
     os.umask(PRIVATE_UMASK)
     try:
-        folder = folder.resolve()
         if args.action == "list":
-            return _list(folder, args.json)
+            return _list(where, args.json)
         if args.action == "show":
-            return _show(folder, args.session_id, args.json, args.transcript)
+            return _show(where, args.session_id, args.json, args.transcript)
         if args.action == "delete":
-            return _delete(folder, list(dict.fromkeys(args.session_ids)))
-        return _prune(folder, args.older_than, args.dry_run)
+            return _delete(where, list(dict.fromkeys(args.session_ids)))
+        return _prune(where, args.older_than, args.dry_run)
     except (StoreError, OSError, RuntimeError) as exc:
-        _say(str(exc) if isinstance(exc, StoreError) else f"{folder}: {exc}")
+        _say(str(exc) if isinstance(exc, StoreError) else f"{where}: {exc}")
         return BAD_INPUT
 
 
@@ -182,14 +182,14 @@ def _ago(ms: int) -> str:
     return "just now"
 
 
-def _list(folder: Path, as_json: bool) -> int:
-    with ReadOnly(folder) as db:
+def _list(where: Location, as_json: bool) -> int:
+    with open_reader(where) as db:
         found = db.sessions()
     if as_json:
         print(json.dumps([asdict(s) for s in found]))
         return OK
     if not found:
-        print(f"no sessions in {folder}")
+        print(f"no sessions in {where}")
         return OK
     width = max(len("SESSION"), *(len(s.session_id) for s in found))
     print(
@@ -201,15 +201,15 @@ def _list(folder: Path, as_json: bool) -> int:
             f"{s.session_id:<{width}}  {_when(s.updated):<16}  {s.entry_count:>7}  "
             f"{s.total_tokens:>9,}  {s.calls:>5}  {s.model or '-'}"
         )
-    print(f"{len(found)} session{'' if len(found) == 1 else 's'} in {folder}")
+    print(f"{len(found)} session{'' if len(found) == 1 else 's'} in {where}")
     return OK
 
 
-def _show(folder: Path, session_id: str, as_json: bool, transcript: bool) -> int:
-    with ReadOnly(folder) as db:
+def _show(where: Location, session_id: str, as_json: bool, transcript: bool) -> int:
+    with open_reader(where) as db:
         found = db.session(session_id)
         if found is None:
-            _say(f"no session {session_id!r} in {folder}")
+            _say(f"no session {session_id!r} in {where}")
             return BAD_INPUT
         if transcript:
             for line in db.transcript(session_id):
@@ -240,8 +240,12 @@ def _describe(s: StoredSession, exported: Path | None) -> None:
         print(f"{name:<11} {value}")
 
 
-def _locked(folder: Path) -> str | None:
-    """Take the folder's lock for a change (None), or say why it cannot be had."""
+def _locked(where: Location) -> str | None:
+    """Take the folder's lock for a change (None), or say why it cannot be had. A database
+    has none: each session is locked as it is deleted (``_delete_sessions``)."""
+    folder = where.folder
+    if folder is None:
+        return None
     if not folder.is_dir():
         return f"no storage folder at {folder}"
     try:
@@ -255,26 +259,26 @@ def _locked(folder: Path) -> str | None:
     return None
 
 
-def _delete(folder: Path, ids: list[str]) -> int:
-    refused = _locked(folder)
+def _delete(where: Location, ids: list[str]) -> int:
+    refused = _locked(where)
     if refused is not None:
         _say(refused)
         return BAD_INPUT
     try:
-        with ReadOnly(folder) as db:
+        with open_reader(where) as db:
             unknown = [sid for sid in ids if db.session(sid) is None]
         if unknown:
-            _say(f"no session {unknown[0]!r} in {folder}; nothing deleted")
+            _say(f"no session {unknown[0]!r} in {where}; nothing deleted")
             return BAD_INPUT
-        deleted = asyncio.run(_delete_sessions(folder, ids, None))
+        deleted = asyncio.run(_delete_sessions(where, ids, None))
     finally:
-        storage_lock.release(folder)
+        _unlocked(where)
     for sid in deleted:
         print(f"deleted {sid}")
     return OK
 
 
-def _prune(folder: Path, older_than: str, dry_run: bool) -> int:
+def _prune(where: Location, older_than: str, dry_run: bool) -> int:
     seconds = parse_duration(older_than)
     if seconds is None:
         _say(
@@ -284,7 +288,7 @@ def _prune(folder: Path, older_than: str, dry_run: bool) -> int:
         return BAD_INPUT
     before = time.time_ns() // 1_000_000 - seconds * 1000
     if dry_run:
-        with ReadOnly(folder) as db:
+        with open_reader(where) as db:
             idle = [s.session_id for s in db.sessions() if s.updated < before]
         for sid in idle:
             print(f"would delete {sid}")
@@ -292,16 +296,16 @@ def _prune(folder: Path, older_than: str, dry_run: bool) -> int:
             f"{len(idle)} session{'' if len(idle) == 1 else 's'} idle for longer than {older_than}"
         )
         return OK
-    refused = _locked(folder)
+    refused = _locked(where)
     if refused is not None:
         _say(refused)
         return BAD_INPUT
     try:
-        with ReadOnly(folder) as db:
+        with open_reader(where) as db:
             idle = [s.session_id for s in db.sessions() if s.updated < before]
-        deleted = asyncio.run(_delete_sessions(folder, idle, before)) if idle else []
+        deleted = asyncio.run(_delete_sessions(where, idle, before)) if idle else []
     finally:
-        storage_lock.release(folder)
+        _unlocked(where)
     for sid in deleted:
         print(f"deleted {sid}")
     noun = "session" if len(deleted) == 1 else "sessions"
@@ -309,14 +313,42 @@ def _prune(folder: Path, older_than: str, dry_run: bool) -> int:
     return OK
 
 
-async def _delete_sessions(folder: Path, ids: list[str], idle_before: int | None) -> list[str]:
-    store = Store(folder)
+def _unlocked(where: Location) -> None:
+    if where.folder is not None:
+        storage_lock.release(where.folder)
+
+
+LOCKED_AT_ONCE = 100
+"""Sessions of a database locked together for a deletion (their tables vacuumed once)."""
+
+
+async def _delete_sessions(where: Location, ids: list[str], idle_before: int | None) -> list[str]:
+    store = make_store(where)
     store.warn = _say
     await store.open()
     try:
-        return await store.delete_sessions(ids, idle_before=idle_before)
+        if not store.shared:
+            return await store.delete_sessions(ids, idle_before=idle_before)
+        deleted: list[str] = []
+        for start in range(0, len(ids), LOCKED_AT_ONCE):
+            deleted += await _delete_locked(store, ids[start : start + LOCKED_AT_ONCE], idle_before)
+        return deleted
     finally:
         await store.close()
+
+
+async def _delete_locked(store: Store, ids: list[str], idle_before: int | None) -> list[str]:
+    """Delete sessions of a shared database, each under its lock (a replica's request for
+    one goes on first, and with ``idle_before`` keeps it)."""
+    locked: list[str] = []
+    try:
+        for sid in ids:
+            await store.lock(sid)
+            locked.append(sid)
+        return await store.delete_sessions(ids, idle_before=idle_before)
+    finally:
+        for sid in locked:
+            await store.unlock(sid)
 
 
 def retention_days(text: str) -> int | None:

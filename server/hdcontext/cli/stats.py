@@ -1,4 +1,4 @@
-"""``hdcontext stats``: what the calls kept in a storage folder cost, with hdcontext and without.
+"""``hdcontext stats``: what the calls kept in a storage cost, with hdcontext and without.
 
 By day (the default), by session (``--sessions``), by user or team of a LiteLLM gateway
 (``--by user|team``: who each session's owner is, as LiteLLM authenticated them, is kept beside
@@ -8,9 +8,10 @@ terminals get more columns) or as JSON (``--json``), or as a page on loopback (`
 Like ccusage, but for any agent hdcontext serves, and with what only hdcontext can tell: what
 the same calls would have cost without it (``core/stats/costs.py`` says how that is reckoned).
 
-The folder is read without its lock (SQLite's read-only mode), beside a running daemon or
-proxy. Bad input (no folder there, an unknown session, a price override of the wrong shape, a
-``--since`` that is no date) is one line on stderr, exit 2, and nothing changed.
+The storage is read without its lock (SQLite's read-only mode; a read-only connection to a
+database), beside a running daemon or proxy. Bad input (no folder there, an unknown session, a
+price override of the wrong shape, a ``--since`` that is no date) is one line on stderr, exit
+2, and nothing changed.
 """
 
 from __future__ import annotations
@@ -43,8 +44,10 @@ from ..core.stats.costs import (
 )
 from ..edges.stats.owners import By, group_of, read_owners
 from ..edges.stats.report import StatsError, read, uncarried
-from ..edges.storage.store import PRIVATE_UMASK
+from ..edges.storage.folder import PRIVATE_UMASK
+from ..edges.storage.location import Location
 from .sessions import parse_duration
+from .storage_option import add_storage_option, storage_of
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -88,9 +91,11 @@ examples:
 cacheWrite5m, cacheWrite1h (dollars per million tokens), as the cache.prices setting;
 for a model the table lacks, give at least input, output, cacheRead and cacheWrite5m.
 
-storage folder: --storage-dir, default the daemon's and the proxy's:
+storage: --storage FOLDER|URL (or $HDCONTEXT_DATABASE_URL), default the daemon's and the
+proxy's folder:
   {{default}}
-read without its lock (SQLite read-only), so it works while a daemon or proxy runs.
+read without its lock (SQLite read-only, or a read-only connection to the database), so it
+works while a daemon or proxy runs.
 
 exit status:
   {OK}  done
@@ -112,12 +117,7 @@ def add_parser(
         epilog=EPILOG.format(default=default),
         formatter_class=formatter,
     )
-    stats.add_argument(
-        "--storage-dir",
-        type=Path,
-        default=None,
-        help=f"the storage folder (default: the daemon's and the proxy's, {default})",
-    )
+    add_storage_option(stats, f"the daemon's and the proxy's folder is {default}")
     view = stats.add_mutually_exclusive_group()
     view.add_argument("--sessions", action="store_true", help="one row per session")
     view.add_argument(
@@ -190,13 +190,12 @@ def _prices(path: Path | None) -> PriceOverrides:
 
 
 def main(args: argparse.Namespace, default_storage: Path) -> int:
-    given: Path | None = args.storage_dir
-    if given is not None and "\x00" in str(given):
-        _say("--storage-dir contains a NUL character")
-        return BAD_INPUT
     # A read-only reader may still make the database's -wal and -shm files: the user's alone.
     os.umask(PRIVATE_UMASK)
-    folder = (given or default_storage).expanduser().resolve()
+    where = storage_of(args.storage, default_storage)
+    if isinstance(where, str):
+        _say(where)
+        return BAD_INPUT
     since = None
     if args.since is not None:
         since = parse_since(args.since, time.time_ns() // 1_000_000)
@@ -208,8 +207,8 @@ def main(args: argparse.Namespace, default_storage: Path) -> int:
             return BAD_INPUT
     try:
         prices = _prices(args.prices)
-        found = read(folder, prices=prices, since=since, session=args.session)
-        passed = uncarried(folder, since) if args.session is None else None
+        found = read(where, prices=prices, since=since, session=args.session)
+        passed = uncarried(where, since) if args.session is None else None
     except StatsError as exc:
         _say(str(exc))
         return BAD_INPUT
@@ -222,12 +221,12 @@ def main(args: argparse.Namespace, default_storage: Path) -> int:
             return BAD_INPUT
         from ..edges.proxy.dashboard import Dashboard, serve_page
 
-        dashboard = Dashboard(folder, lambda: prices, since, args.since)
+        dashboard = Dashboard(where, lambda: prices, since, args.since)
         return serve_page(dashboard, args.port)
     report = found.report
-    groups = _groups(report, folder, args.by) if args.by else None
+    groups = _groups(report, where, args.by) if args.by else None
     if args.json:
-        out = _as_json(report, folder, args, found.session_id, groups)
+        out = _as_json(report, where, args, found.session_id, groups)
         if passed is not None:
             out["notCarried"] = passed
         print(json.dumps(out, ensure_ascii=False))
@@ -236,13 +235,13 @@ def main(args: argparse.Namespace, default_storage: Path) -> int:
 
     console = Console(highlight=False, soft_wrap=False)
     if found.session_id is not None:
-        _show_session(console, report, found.session_id, folder)
+        _show_session(console, report, found.session_id, where)
     elif args.sessions:
-        _show_sessions(console, report, folder, args.since)
+        _show_sessions(console, report, where, args.since)
     elif groups is not None:
-        _show_groups(console, report, groups, args.by, folder, args.since)
+        _show_groups(console, report, groups, args.by, where, args.since)
     else:
-        _show_days(console, report, folder, args.since)
+        _show_days(console, report, where, args.since)
     for line in _uncarried_lines(passed or {}):
         console.print(line, style="dim")
     return OK
@@ -276,20 +275,20 @@ def _uncarried_lines(passed: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _groups(report: Report, folder: Path, by: By) -> list[GroupFigures]:
+def _groups(report: Report, where: Location, by: By) -> list[GroupFigures]:
     """The report by user or team, each session's owner read from the folder's owners."""
-    owners = read_owners(folder)
+    owners = read_owners(where.folder) if where.folder is not None else {}
     return grouped(report, lambda session_id: group_of(session_id, owners, by))
 
 
 def _as_json(
     report: Report,
-    folder: Path,
+    where: Location,
     args: argparse.Namespace,
     session_id: str | None,
     groups: list[GroupFigures] | None = None,
 ) -> dict[str, Any]:
-    out: dict[str, Any] = {**header(str(folder), args.since)}
+    out: dict[str, Any] = {**header(where.shown, args.since)}
     out["totals"] = report.totals.to_json()
     if session_id is not None:
         shown = report.sessions.get(session_id) or SessionFigures(session_id)
@@ -441,13 +440,13 @@ def _n(count: int, noun: str) -> str:
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
-def _title(console: Console, what: str, folder: Path, since: str | None) -> None:
+def _title(console: Console, what: str, where: Location, since: str | None) -> None:
     after = f" since {since}" if since else ""
-    console.print(f"[bold]hdcontext stats[/bold]: {what}{after} · {folder}")
+    console.print(f"[bold]hdcontext stats[/bold]: {what}{after} · {where}")
 
 
-def _show_days(console: Console, report: Report, folder: Path, since: str | None) -> None:
-    _title(console, "cost per day", folder, since)
+def _show_days(console: Console, report: Report, where: Location, since: str | None) -> None:
+    _title(console, "cost per day", where, since)
     if not report.days:
         console.print("no calls kept" + (f" since {since}" if since else ""))
         _notes(console, report, True)
@@ -466,8 +465,8 @@ def _short(at: int | None) -> str:
     return "" if at is None else datetime.fromtimestamp(at / 1000).strftime("%m-%d %H:%M")
 
 
-def _show_sessions(console: Console, report: Report, folder: Path, since: str | None) -> None:
-    _title(console, "cost per session", folder, since)
+def _show_sessions(console: Console, report: Report, where: Location, since: str | None) -> None:
+    _title(console, "cost per session", where, since)
     shown = sessions_by_last(report)
     if not shown:
         console.print("no calls kept" + (f" since {since}" if since else ""))
@@ -494,10 +493,10 @@ def _show_groups(
     report: Report,
     groups: list[GroupFigures],
     by: By,
-    folder: Path,
+    where: Location,
     since: str | None,
 ) -> None:
-    _title(console, f"cost per {by}", folder, since)
+    _title(console, f"cost per {by}", where, since)
     if not groups:
         console.print("no calls kept" + (f" since {since}" if since else ""))
         _notes(console, report, True)
@@ -535,10 +534,10 @@ def _call_cells(n: int, c: CallFigures, wide: bool) -> list[str]:
     return cells if wide else [cell for i, cell in enumerate(cells) if i != 2]
 
 
-def _show_session(console: Console, report: Report, session_id: str, folder: Path) -> None:
+def _show_session(console: Console, report: Report, session_id: str, where: Location) -> None:
     shown = report.sessions.get(session_id) or SessionFigures(session_id)
     f = shown.figures
-    console.print(f"[bold]hdcontext stats[/bold]: session {session_id} · {folder}")
+    console.print(f"[bold]hdcontext stats[/bold]: session {session_id} · {where}")
     price = shown.price
     priced_as = "–"
     if price is not None:

@@ -41,7 +41,8 @@ from ..edges.proxy.compactor import DEFAULT_BOUND_S, Compactor
 from ..edges.proxy.run import proxy_daemon, proxy_settings
 from ..edges.proxy.uncarried import AS_SENT, Uncarried
 from ..edges.storage import storage_lock
-from ..edges.storage.store import NOTICE_NAME, StoreError, folder_problem, mark_once, prepare_folder
+from ..edges.storage.folder import NOTICE_NAME, folder_problem, mark_once, prepare_folder
+from ..edges.storage.records import StoreError
 from .bodies import APIS
 from .owners import OwnerBook
 

@@ -33,7 +33,8 @@ from ...core.session.replies import Status, SyncReply
 from ...core.session.reply import CompactResult
 from ...core.session.session import Session, SyncOutcome
 from ...core.settings import FIELDS, SettingError, resolve
-from ..storage.store import Store
+from ..storage.location import Location, as_location
+from ..storage.store import make_store
 from . import memory
 from .conversation import conversation as resent_conversation
 from .decided import decided
@@ -100,10 +101,14 @@ class Client(Protocol):
 
 
 class Daemon:
+    """``storage``: where the sessions are kept, a storage folder (SQLite), a ``postgresql://``
+    URL (a database other processes may share: each session is then locked in it, and loaded
+    again when another process changed it), or a ``Location``. ``start`` opens it."""
+
     def __init__(
         self,
         client: Client,
-        storage_dir: Path,
+        storage: Location | Path | str,
         settings: IdeSettings,
         retrieve_tool: str | None = None,
         retention: Retention | None = None,
@@ -116,14 +121,17 @@ class Daemon:
         """Whether the client hears of every session's tokens (``hdcontext/tokens``): not
         the proxy's, which has no editor (each status made for it cost 0.3 ms a request)."""
         self.retrieve_tool = retrieve_tool
-        self.storage_dir = storage_dir
+        self.location = as_location(storage)
+        """Where the sessions are kept: a storage folder, or a database's URL."""
+        self.storage_dir = self.location.folder
+        """The storage folder (``None`` with a database): the summary prompt's file in it."""
         self.settings = settings
-        self.store = Store(storage_dir, durable=durable)
+        self.store = make_store(self.location, durable=durable)
         self.roots: list[str] = []
         self.registry = Registry(self.store, self._make_session, settings.current)
         self.watcher = DiskWatcher(self.registry.note_disk_write, on_error=client.warn)
         self._settings_pull: asyncio.Future[None] | None = None
-        self._prompt = load_compression_prompt(storage_dir)
+        self._prompt = load_compression_prompt(self.storage_dir)
         self._large: set[str] = set()  # sessions whose next compaction follows a large append
         self._reports = UsageReports(self.registry, self._notify)  # history/usage, noted or saved
         self._packer = Packer(self.registry)  # what compactions let go of, packed when idle
@@ -222,14 +230,16 @@ class Daemon:
 
     async def shutdown(self) -> None:
         """Stop the watcher and the pruning; with a retention of 0, delete the sessions this
-        daemon served, which nobody uses any more (the store must still be open)."""
+        daemon served, which nobody uses any more (the store must still be open). Not in a
+        database other processes share: they may be serving them (a replica stopping is no
+        conversation ending); the pruning there deletes them once idle for the hour."""
         await self.registry.settle_saves()
         await self.watcher.stop()
         await self._packer.stop()
         if self._pruner is None:
             return
         await self._pruner.stop()
-        if self.retention is not None and self.retention.days == 0:
+        if self.retention is not None and self.retention.days == 0 and not self.store.shared:
             for session in self.registry.loaded():
                 async with self.registry.lock(session.session_id):
                     await self.registry.delete_idle(session.session_id, None)
@@ -551,7 +561,7 @@ class Daemon:
         """``stats/savings``: the editor's savings view (``savings.py``), priced with the
         user's ``cache.prices``."""
         prices = resolve({}, self.settings.current()).values.cache_prices
-        return await savings(self.store, self.storage_dir, prices, raw)
+        return await savings(self.store, self.location.shown, prices, raw)
 
 
 def _compact_reply(result: CompactResult, reply: str, base: str | None) -> dict[str, Any]:

@@ -44,7 +44,7 @@ class Packer:
         What the packed entries took is freed after everything around it was made, so the
         heap keeps it unless trimmed: after ``memory.PACKED_RELEASE`` bytes (from one
         session or several), a trim."""
-        async with self._registry.lock(session_id):
+        async with self._registry.lock(session_id).here:  # nothing stored: no other process's
             session = self._registry.loaded_session(session_id)
             saved = 0 if session is None else session.pack_left()
         self._packed_bytes += saved

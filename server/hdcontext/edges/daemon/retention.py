@@ -7,7 +7,8 @@ retention is deleted, scrubbed from the file (``Store.delete_sessions``): at sta
 a day. ``forever`` keeps everything; ``0`` keeps a conversation only while it is in use: it
 goes once idle for an hour, the longest a provider's prompt cache lasts, after which what the
 session knew of that cache is worth nothing; and the sessions a daemon served go when it stops
-(a daemon killed leaves them to the next start's pruning).
+(a daemon killed leaves them to the next start's pruning), but in a database other processes
+share, where another replica may be serving them: there they go once idle for the hour.
 
 The default, 30 days, is what Claude Code keeps its own transcripts for.
 """

@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..storage.store import Store, StoreError
+from ..storage.records import StoreError
+from ..storage.store import Store
 from .wire import SavingsParams, parse_params, storage_unusable
 
 if TYPE_CHECKING:  # imported when asked (below)
     from ...core.stats.costs import PriceOverrides
 
 
-async def savings(
-    store: Store, storage_dir: Path, prices: PriceOverrides, raw: object
-) -> dict[str, Any]:
+async def savings(store: Store, shown: str, prices: PriceOverrides, raw: object) -> dict[str, Any]:
     """What the calls of these sessions (of the whole storage folder when none are named)
     cost and would have cost without hdcontext, as the savings page shows them
     (``core.stats.page_json``: counts, prices, model names and session ids, never content),
@@ -41,7 +39,7 @@ async def savings(
         )
     except (StatsError, StoreError) as exc:
         raise storage_unusable(f"the savings cannot be read: {exc}") from None
-    figures = page_json(report, str(storage_dir), None, time.time_ns() // 1_000_000)
+    figures = page_json(report, shown, None, time.time_ns() // 1_000_000)
     page = None if p.nonce is None else await asyncio.to_thread(render, figures, nonce=p.nonce)
     stored = set(read.stored)
     return {

@@ -11,9 +11,12 @@ it is done (the request goes upstream meanwhile, and its answer ends after the w
 
 Requests for one session are serialized by that session's lock here (first come, first
 served), which wraps the whole request: settle, compact, save, answer. It is the only lock a
-session has. Requests for different sessions interleave freely, so a slow summary for one never
-holds up another. And ``commit`` is the only place a failed change is undone
-(``Session.snapshot``/``restore``).
+session has; with a store other processes share (a database), it is the database's too, and a
+session held in memory that another process changed since is loaded again once the lock is
+held (``session_lock.py``; each save carries the version it expects, so no change of another
+process is ever written over). Requests for different sessions interleave freely, so a slow
+summary for one never holds up another. And ``commit`` is the only place a failed change is
+undone (``Session.snapshot``/``restore``).
 
 File writes seen on disk wait in a per-session inbox until the session's next compaction takes
 them, under its lock, so a compaction's view of the disk never changes halfway through.
@@ -34,8 +37,10 @@ from ...core.history.stored import Blob
 from ...core.session.replies import Status
 from ...core.session.session import Session
 from ...core.settings import resolve
-from ..storage.store import Loaded, SaveOp, Store, WorkingChange, WorkingRow
+from ..storage.records import Loaded, SaveOp, SessionChanged, WorkingChange, WorkingRow
+from ..storage.store import Store
 from . import memory
+from .session_lock import SessionLock
 from .watcher import writes_after_reads
 
 T = TypeVar("T")
@@ -54,6 +59,7 @@ class _Saved:
 
     transcript_len: int
     revision: int  # of the history's journal at the last save (journal.py)
+    version: int = 0  # of the stored session (Loaded.version), in a shared store
 
 
 async def to_completion(work: Awaitable[T]) -> T:
@@ -79,18 +85,32 @@ class Registry:
         self._ide_settings = ide_settings
         self._sessions: dict[str, Session] = {}
         self._saved: dict[str, _Saved] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks: dict[str, SessionLock] = {}
         self._inbox: dict[str, dict[str, int]] = {}
         self._saving: dict[str, asyncio.Future[None]] = {}  # commit_then_save's writes
 
     # -- lookups ------------------------------------------------------------------------------
 
-    def lock(self, session_id: str) -> asyncio.Lock:
-        """The lock that serializes requests for ``session_id`` (hold it around each one)."""
+    def lock(self, session_id: str) -> SessionLock:
+        """The lock that serializes requests for ``session_id`` (hold it around each one),
+        across processes when the store is shared (``session_lock.py``)."""
         lock = self._locks.get(session_id)
         if lock is None:
-            lock = self._locks[session_id] = asyncio.Lock()
+            lock = self._locks[session_id] = SessionLock(session_id, self._store, self._fresh)
         return lock
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes change these sessions too (a shared database)."""
+        return self._store.shared
+
+    async def _fresh(self, session_id: str, version: int | None) -> None:
+        """Once a shared session's lock is held (``version``: the stored session's then): a
+        session held in memory that another process saved since (or deleted) is let go, to
+        be loaded again as stored."""
+        saved = self._saved.get(session_id)
+        if saved is not None and version != saved.version:
+            self._forget(session_id)
 
     def loaded(self) -> list[Session]:
         return list(self._sessions.values())
@@ -151,7 +171,8 @@ class Registry:
             return self._sessions[session_id]
         session = self._restore_loaded(stored)
         history = session.history
-        self._register(session, _Saved(len(history.transcript), history.journal.revision))
+        saved = _Saved(len(history.transcript), history.journal.revision, stored.version)
+        self._register(session, saved)
         if len(stored.transcript) >= memory.LARGE_APPEND:
             memory.release()  # validating a large session leaves free pages behind
         return session
@@ -307,9 +328,10 @@ class Registry:
 
         async def write() -> None:
             try:
-                await self._store.save(op)
-            except BaseException:
+                saved.version = await self._store.save(op)
+            except BaseException as exc:
                 session.restore(snapshot)
+                self._changed_elsewhere(session, exc)
                 raise
             self._stored(session, saved)
 
@@ -340,7 +362,11 @@ class Registry:
 
     async def _save(self, session: Session, model: str | None) -> None:
         op, saved = self._save_op(session, model)
-        await self._store.save(op)
+        try:
+            saved.version = await self._store.save(op)
+        except BaseException as exc:
+            self._changed_elsewhere(session, exc)
+            raise
         self._stored(session, saved)
 
     def _stored(self, session: Session, saved: _Saved) -> None:
@@ -348,6 +374,14 @@ class Registry:
         if current is not None:  # (not when the session was unloaded meanwhile)
             current.transcript_len = saved.transcript_len
             current.revision = saved.revision
+            current.version = saved.version
+
+    def _changed_elsewhere(self, session: Session, exc: BaseException) -> None:
+        """A save refused because another process saved the session since (its lock was
+        lost with a broken connection): what this process holds is let go, to be loaded
+        again by the next request."""
+        if isinstance(exc, SessionChanged) and self._sessions.get(session.session_id) is session:
+            self._forget(session.session_id)
 
     def _save_op(self, session: Session, model: str | None) -> tuple[SaveOp, _Saved]:
         """What the store lacks of the session, and how far it has it once that is written."""
@@ -370,8 +404,9 @@ class Registry:
             working=working,
             model=model,
             calls=session.take_calls(),
+            version=saved.version,
         )
-        return op, _Saved(len(transcript), history.journal.revision)
+        return op, _Saved(len(transcript), history.journal.revision, saved.version)
 
     # -- disk writes --------------------------------------------------------------------------
 

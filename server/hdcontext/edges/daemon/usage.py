@@ -7,6 +7,11 @@ commit (its ``calls`` row too, updated before that commit's own call is added), 
 ``save_noted``, because a commit of its own would hold up the conversation's next request
 (and every other session's, behind it on the store's one thread). A crash loses the last
 call's figures at most, never an entry. A call the upstream refused is noted the same way.
+
+With a store other processes share (a gateway's replicas on one database), nothing is only
+noted: the conversation's next request may be served by another process, which must read the
+call's bill, and what the answer left the session waiting on, in the database, so a noted
+report is saved at once.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ class UsageReports:
         """``history/usage``, saved now (``save``) or noted; the session's status."""
         p = parse_usage(raw)
         waiting = _waiting(p, waiting)
+        save = save or self._registry.shared
         async with self._registry.lock(p.session_id):
             session = await self._registry.get(p.session_id)
             if waiting != "unknown":
@@ -56,9 +62,15 @@ class UsageReports:
         as usage is. False when there was nothing to take back."""
         async with self._registry.lock(session_id):
             session = await self._registry.find(session_id)
-            if session is None or not session.call_refused():
+            if session is None:
                 return False
-            self._noted.add(session_id)
+            if self._registry.shared:  # saved at once, as a usage is (see above)
+                if not await self._registry.commit(session, session.call_refused):
+                    return False
+            elif not session.call_refused():
+                return False
+            else:
+                self._noted.add(session_id)
             self._notify(session)
             return True
 

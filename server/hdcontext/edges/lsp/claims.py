@@ -9,13 +9,15 @@ its requests get -32001, and ``history/list`` leaves it out. Stored sessions nob
 anyone's, which is how a client that reconnects (or a restarted daemon) finds its chats again,
 and why a stdio daemon, with its one connection, serves every session in storage as before.
 
-All connections of a process share one ``Claims`` (``CLAIMS``), keyed by storage folder.
+All connections of a process share one ``Claims`` (``CLAIMS``), keyed by storage (a folder or a
+database).
 """
 
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
+
+from ..storage.location import Location
 
 
 class Claims:
@@ -27,21 +29,21 @@ class Claims:
         """An id for a new connection."""
         return next(self._ids)
 
-    def holds(self, folder: Path, session_id: str, holder: int) -> bool:
-        return self._holders.get((str(folder), session_id)) == holder
+    def holds(self, where: Location, session_id: str, holder: int) -> bool:
+        return self._holders.get((str(where), session_id)) == holder
 
-    def take(self, folder: Path, session_id: str, holder: int) -> bool:
+    def take(self, where: Location, session_id: str, holder: int) -> bool:
         """Hold the session for ``holder``; False if another connection holds it."""
-        key = (str(folder), session_id)
+        key = (str(where), session_id)
         current = self._holders.setdefault(key, holder)
         return current == holder
 
-    def visible(self, folder: Path, session_id: str, holder: int) -> bool:
+    def visible(self, where: Location, session_id: str, holder: int) -> bool:
         """Whether ``holder`` may see the session (it holds it, or nobody does)."""
-        return self._holders.get((str(folder), session_id), holder) == holder
+        return self._holders.get((str(where), session_id), holder) == holder
 
-    def release(self, folder: Path, session_id: str, holder: int) -> None:
-        key = (str(folder), session_id)
+    def release(self, where: Location, session_id: str, holder: int) -> None:
+        key = (str(where), session_id)
         if self._holders.get(key) == holder:
             del self._holders[key]
 

@@ -72,7 +72,9 @@ from ..daemon.wire import (
     WireError,
     storage_unusable,
 )
-from ..storage.store import NOTICE_NAME, StoreError, folder_problem, mark_once
+from ..storage.folder import NOTICE_NAME, folder_problem, mark_once
+from ..storage.location import Location
+from ..storage.records import StoreError
 from .claims import CLAIMS
 
 log = logging.getLogger("hdcontext.server")
@@ -234,7 +236,7 @@ def shared_converter() -> Converter:
 
 class HdServer(LanguageServer):
     def __init__(
-        self, default_storage: Path | None = None, retention: Retention | None = None
+        self, default_storage: Location | None = None, retention: Retention | None = None
     ) -> None:
         super().__init__(
             "hdcontext",
@@ -248,7 +250,9 @@ class HdServer(LanguageServer):
         self.proxy: Any = None
         """The proxy this daemon serves (``initializationOptions.proxy``), once it listens."""
         self.default_storage = default_storage
-        """The storage folder when ``initialize`` names none (``serve --storage-dir``)."""
+        """The storage folder when ``initialize`` names none (``serve --storage``); a
+        database's URL there is used whatever ``initialize`` names (the daemon's operator
+        chose it for every client)."""
         self.retention = retention or Retention()
         """How long idle sessions are kept when ``initialize`` does not say
         (``serve --retention-days``)."""
@@ -325,7 +329,7 @@ async def on_initialize(ls: HdServer, params: types.InitializeParams) -> None:
     """Open the storage folder first: if it cannot be used (-32004), nothing has changed."""
     client = PyglsClient(ls)
     options = _init_options(ls, params.initialization_options)
-    storage = _storage_folder(ls, options.storage_dir)
+    storage = _storage(ls, options.storage_dir)
     retention = ls.retention
     if options.retention_days is not None:
         days = options.retention_days
@@ -333,7 +337,9 @@ async def on_initialize(ls: HdServer, params: types.InitializeParams) -> None:
     daemon = Daemon(client, storage, ls.ide_settings, options.retrieve_tool, retention)
     daemon.store.warn = client.warn
     # Sessions another connection holds are its daemon's to prune (it has them loaded).
-    daemon.held_elsewhere = lambda session_id: not CLAIMS.visible(storage, session_id, ls.holder)
+    daemon.held_elsewhere = lambda session_id: (
+        not CLAIMS.visible(daemon.location, session_id, ls.holder)
+    )
     try:
         await daemon.start()
     except StoreError as exc:
@@ -345,7 +351,7 @@ async def on_initialize(ls: HdServer, params: types.InitializeParams) -> None:
     ls.daemon = daemon
     if options.proxy is not None:
         await _start_proxy(ls, daemon, options.proxy, client)
-    log.info("storage at %s; workspace folders: %d", daemon.storage_dir, len(daemon.roots))
+    log.info("storage at %s; workspace folders: %d", daemon.location, len(daemon.roots))
 
 
 async def _start_proxy(
@@ -375,23 +381,29 @@ async def _start_proxy(
             type=types.MessageType.Info, message=f"hdcontext proxy listening on {proxy.url}"
         )
     )
-    if mark_once(daemon.storage_dir, NOTICE_NAME):
+    folder = daemon.storage_dir
+    if folder is not None and mark_once(folder, NOTICE_NAME):
         kept = daemon.retention or Retention(None)
-        notice = storage_notice(daemon.storage_dir, kept, "initializationOptions.retentionDays")
+        notice = storage_notice(folder, kept, "initializationOptions.retentionDays")
         ls.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=notice))
 
 
-def _storage_folder(ls: HdServer, given: str | None) -> Path:
+def _storage(ls: HdServer, given: str | None) -> Location:
+    """Where the connection's sessions are: ``serve --storage``'s database if it named one,
+    else ``initialize``'s ``storageDir``, else ``serve``'s folder, else the default one."""
+    default = ls.default_storage
+    if default is not None and default.url is not None:
+        return default
     if given is not None and "\x00" in given:
         raise storage_unusable("storageDir cannot be used: it contains a NUL character")
     if given:
         folder = Path(given).expanduser()
-    elif ls.default_storage is not None:
-        folder = ls.default_storage
+    elif default is not None and default.folder is not None:
+        folder = default.folder
     else:
         folder = Path(platformdirs.user_data_dir("hdcontext", appauthor=False))
     try:
-        return folder.resolve()
+        return Location(folder=folder.resolve())
     except (OSError, RuntimeError) as exc:  # a loop of links, a path too long
         raise storage_unusable(folder_problem(folder, exc)) from None
 
@@ -568,7 +580,7 @@ METHODS: dict[str, Handler] = {
 def _register_method(ls: HdServer, method: str, handler: Handler) -> None:
     async def run(ls: HdServer, params: Any) -> Any:
         daemon = ls.require_daemon()
-        folder = daemon.storage_dir
+        folder = daemon.location
         session_id = params.get("sessionId") if isinstance(params, dict) else None
         if not isinstance(session_id, str):
             session_id = None
@@ -596,7 +608,7 @@ def _register_method(ls: HdServer, method: str, handler: Handler) -> None:
 
 
 def build_server(
-    default_storage: Path | None = None, retention: Retention | None = None
+    default_storage: Location | None = None, retention: Retention | None = None
 ) -> HdServer:
     ls = HdServer(default_storage, retention)
     ls.feature(types.INITIALIZE)(on_initialize)

@@ -29,7 +29,9 @@ from pathlib import Path
 from ..daemon import memory
 from ..daemon.retention import Retention
 from ..storage import storage_lock
-from ..storage.store import PRIVATE_UMASK, TOKEN_NAME, StoreError, folder_problem, prepare_folder
+from ..storage.folder import PRIVATE_UMASK, TOKEN_NAME, folder_problem, prepare_folder
+from ..storage.location import Location
+from ..storage.records import StoreError
 from .framing import StreamSource
 from .server import build_server
 from .transport import Connection
@@ -42,20 +44,35 @@ EXIT_UNUSABLE = 2
 
 
 def serve_tcp(
-    host: str, port: int, *, storage: Path, max_body: int, retention: Retention | None = None
+    host: str,
+    port: int,
+    *,
+    storage: Location,
+    max_body: int,
+    retention: Retention | None = None,
+    token_folder: Path | None = None,
 ) -> int:
-    """Listen until interrupted; the exit code (3 when another daemon has the folder)."""
+    """Listen until interrupted; the exit code (3 when another daemon has the folder). With
+    a database, no folder is locked (its processes share it), and a token made up is written
+    to ``token_folder`` (the default storage folder)."""
     memory.configure()
     os.umask(PRIVATE_UMASK)
+    folder = storage.folder or token_folder
     try:
-        prepare_folder(storage)
-        storage_lock.acquire(storage)
-        token, where = _token(storage)
+        if folder is None:
+            raise ValueError("no folder for the token: set HDCONTEXT_TOKEN")
+        prepare_folder(folder)
+        if storage.folder is not None:
+            storage_lock.acquire(storage.folder)
+        token, where = _token(folder)
     except storage_lock.StorageLocked as exc:
         print(f"hdcontext: {exc}", file=sys.stderr, flush=True)
         return EXIT_STORAGE_LOCKED
     except (StoreError, OSError, ValueError) as exc:
-        message = str(exc) if isinstance(exc, StoreError) else folder_problem(storage, exc)
+        if isinstance(exc, StoreError) or folder is None:
+            message = str(exc)
+        else:
+            message = folder_problem(folder, exc)
         print(f"hdcontext: {message}", file=sys.stderr, flush=True)
         return EXIT_UNUSABLE
     try:
@@ -85,7 +102,7 @@ def address(host: str, port: int) -> str:
 async def _listen(
     host: str,
     port: int,
-    storage: Path,
+    storage: Location,
     max_body: int,
     token: str,
     where: str,

@@ -30,7 +30,6 @@ import hmac
 import logging
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from pygls.io_ import StdoutWriter
@@ -42,7 +41,8 @@ from ..daemon.wire import (
     SERVER_NOT_INITIALIZED,
     UNAUTHORIZED,
 )
-from ..storage.store import PRIVATE_UMASK
+from ..storage.folder import PRIVATE_UMASK
+from ..storage.location import Location
 from .claims import CLAIMS
 from .decode import Incoming, MsgId, Refused
 from .framing import (
@@ -204,7 +204,7 @@ class Connection:
 
 
 def serve_stdio(
-    default_storage: Path | None = None,
+    default_storage: Location | None = None,
     max_body: int = DEFAULT_MAX_MESSAGE_BYTES,
     retention: Retention | None = None,
 ) -> int:
@@ -214,7 +214,9 @@ def serve_stdio(
     return asyncio.run(_stdio(default_storage, max_body, retention))
 
 
-async def _stdio(default_storage: Path | None, max_body: int, retention: Retention | None) -> int:
+async def _stdio(
+    default_storage: Location | None, max_body: int, retention: Retention | None
+) -> int:
     ls = build_server(default_storage, retention)
     ls.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
     connection = Connection(ls, FdSource(sys.stdin.fileno()), max_body=max_body)

@@ -32,6 +32,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from ...core.session.reply import CompactResult
+from ..storage.records import StoreUnavailable
 from .anthropic import AnthropicApi
 from .api import Api, Unsupported
 from .compactor import Compacted, Compactor, NotJson, TooSlow, client_name
@@ -124,7 +125,10 @@ class ProxyState:
             await self.compactor.daemon.store.add_passed(rows)
         except Exception as exc:
             self.uncarried.give_back(rows)
-            log.warning("the requests not carried were not counted on disk: %s", type(exc).__name__)
+            if not isinstance(exc, StoreUnavailable):  # the store said that, once
+                log.warning(
+                    "the requests not carried were not counted on disk: %s", type(exc).__name__
+                )
 
 
 def _by_count(counted: dict[str, int]) -> list[dict[str, Any]]:
@@ -133,6 +137,9 @@ def _by_count(counted: dict[str, int]) -> list[dict[str, Any]]:
 
 
 TAKING_IN = "a conversation new to the proxy: it goes as it came while it is taken in"
+DATABASE_AWAY = (
+    "the sessions' database cannot be reached: requests go as they came until it is back"
+)
 STORE_EVERY_S = 5.0
 """How often the counts of the requests not carried are added to the store."""
 
@@ -312,9 +319,25 @@ async def _through(request: web.Request, name: str, model: str | None = None) ->
         (sent - started) * 1000,
     )
     saving = compacted.saving if compacted is not None else None
+    told: list[Forwarded] = []
+
+    async def tell(done: Forwarded) -> None:
+        """A streamed answer's call told to its session before the answer ends."""
+        assert compacted is not None
+        told.append(done)
+        await _tally(state, name, compacted.session_id, done)
+
+    carried = compacted is not None and not compacted.passed
     try:
         done: Forwarded = await forward(
-            _session(state), request, upstream, body, billed_of, saving, api.name
+            _session(state),
+            request,
+            upstream,
+            body,
+            billed_of,
+            saving,
+            api.name,
+            tell if carried else None,
         )
     finally:
         if compacted is not None and compacted.forwarded is not None:
@@ -331,7 +354,7 @@ async def _through(request: web.Request, name: str, model: str | None = None) ->
         tally = asyncio.ensure_future(_tally(state, name, compacted.session_id, done))
         state.tallies.add(tally)
         tally.add_done_callback(state.tallies.discard)
-    elif compacted is not None:
+    elif compacted is not None and not told:
         await _tally(state, name, compacted.session_id, done)
     if state.keep_warm is not None and compacted is not None and not compacted.passed:
         # A call went out: the session's refresh timer starts again from what the daemon
@@ -501,6 +524,8 @@ async def _compacted(
         return _unchanged(state, api, f"not carried: {exc}")
     except TooSlow as exc:
         return _unchanged(state, api, str(exc))
+    except StoreUnavailable:  # the store said it in the log, once, with why
+        return _unchanged(state, api, DATABASE_AWAY, said=True)
     except Exception as exc:
         return _unchanged(state, api, f"hdcontext failed: {type(exc).__name__}")
     if compacted.passed:
@@ -528,14 +553,15 @@ async def _compacted(
     return compacted
 
 
-def _unchanged(state: ProxyState, api: Api, why: str) -> Compacted | None:
+def _unchanged(state: ProxyState, api: Api, why: str, said: bool = False) -> Compacted | None:
     """``None``, after saying in the log why the request goes as it came: a warning the
-    first time in an hour that this reason comes, a debug line for it again meanwhile."""
+    first time in an hour that this reason comes, a debug line for it again meanwhile (and
+    only that when the reason was ``said`` already, by whom it concerns)."""
     state.unchanged += 1
     now, key = time.monotonic(), f"{api.name} {why}"
     state.uncarried.note(api.name, AS_SENT, why)
     last = state.said.get(key)
-    if last is not None and now - last < SAID_AGAIN_AFTER_S:
+    if said or (last is not None and now - last < SAID_AGAIN_AFTER_S):
         log.debug("%s request forwarded unchanged again: %s", api.name, why)
         return None
     state.said.pop(key, None)

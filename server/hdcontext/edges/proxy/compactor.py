@@ -67,7 +67,7 @@ from ...core.validity import entry_turn, turn_calls, turn_problems
 from ..daemon import memory
 from ..daemon.conversation import Conversation as Resent
 from ..daemon.daemon import Daemon
-from ..storage.store import ResumeRow
+from ..storage.records import ResumeRow
 from .api import Api, Unsupported
 from .assembly import Pieces, assemble, encoded
 from .keepwarm import REFRESH_TEXT

@@ -2,8 +2,8 @@
 its own for ``hdcontext stats --serve`` (a user without a proxy, or whose proxy is not
 running).
 
-``GET /`` is the page (``stats/page.py``) with the figures of the storage folder in it;
-``GET /hdcontext/stats.json`` the figures alone. Both read the folder as ``hdcontext stats``
+``GET /`` is the page (``stats/page.py``) with the figures of the storage in it;
+``GET /hdcontext/stats.json`` the figures alone. Both read the storage as ``hdcontext stats``
 does (read-only, no lock, off the event loop), at each request, so a reload shows the calls
 made since. The rules of the proxy's API hold (``guard.py``): a ``Host`` that does not name
 this server, or any ``Origin`` header (a web page asking), is refused before anything is
@@ -18,7 +18,6 @@ import logging
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -26,6 +25,7 @@ from aiohttp import web
 from ...core.stats.costs import PriceOverrides
 from ..stats.page import CONTENT_SECURITY_POLICY, render
 from ..stats.report import StatsError, page_figures
+from ..storage.location import Location
 from .guard import allowed_hosts, refusal
 from .interrupt import until_interrupted
 
@@ -45,9 +45,10 @@ HEADERS = {
 
 @dataclass
 class Dashboard:
-    """Where the page's figures come from: a storage folder, and the user's prices."""
+    """Where the page's figures come from: a storage folder or a database, and the user's
+    prices."""
 
-    folder: Path
+    where: Location
     prices: Callable[[], PriceOverrides] = dict
     since: int | None = None
     since_label: str | None = None
@@ -64,7 +65,7 @@ class Dashboard:
             await self.flush()
         figures = await asyncio.to_thread(
             page_figures,
-            self.folder,
+            self.where,
             prices=self.prices(),
             since=self.since,
             since_label=self.since_label,
@@ -157,7 +158,7 @@ def serve_page(dashboard: Dashboard, port: int) -> int:
             print(f"hdcontext: cannot listen on 127.0.0.1:{port}: {exc.strerror}", file=sys.stderr)
             return 2
         print(
-            f"hdcontext stats: http://127.0.0.1:{bound}/ (the figures of {dashboard.folder}; "
+            f"hdcontext stats: http://127.0.0.1:{bound}/ (the figures of {dashboard.where}; "
             "Ctrl-C stops it)",
             file=sys.stderr,
             flush=True,

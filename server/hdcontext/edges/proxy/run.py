@@ -1,13 +1,15 @@
 """``hdcontext proxy``: the server on its own, or beside a daemon that already runs.
 
 On its own it is a daemon without an editor: it takes its storage folder as ``serve`` does
-(created 0700, locked, so no other daemon writes the same sessions), opens the store and
-serves until interrupted. Every conversation that goes through it is kept there, which a user
-of a proxy would not guess: the first start in a folder says so (where, for how long, how to
-change it or delete them), once, remembered by a file in the folder; idle sessions go after
-``--retention-days`` (``daemon/retention.py``). ``Proxy`` is the same server over a
-``Daemon`` someone else made, which is how an editor's daemon can host it (its sessions then
-show in the editor).
+(created 0700, locked, so no other daemon writes the same sessions), or a PostgreSQL database
+that any number of proxies share (a team's gateway: any of them serves any request of a
+conversation, ``storage/postgres_store.py``), opens the store and serves until interrupted. A
+database that cannot be used at start is one line naming it without its password, exit 2. Every
+conversation that goes through it is kept there, which a user of a proxy would not guess: the
+first start in a folder says so (where, for how long, how to change it or delete them), once,
+remembered by a file in the folder; idle sessions go after ``--retention-days``
+(``daemon/retention.py``). ``Proxy`` is the same server over a ``Daemon`` someone else made,
+which is how an editor's daemon can host it (its sessions then show in the editor).
 """
 
 from __future__ import annotations
@@ -34,14 +36,9 @@ from ..daemon.ide_settings import IdeSettings
 from ..daemon.retention import Retention
 from ..daemon.summarizer import ask_openai, timeout_seconds
 from ..storage import storage_lock
-from ..storage.store import (
-    NOTICE_NAME,
-    PRIVATE_UMASK,
-    StoreError,
-    folder_problem,
-    mark_once,
-    prepare_folder,
-)
+from ..storage.folder import NOTICE_NAME, PRIVATE_UMASK, folder_problem, mark_once, prepare_folder
+from ..storage.location import Location
+from ..storage.records import StoreError
 from .app import ProxyState, build_app, refresher
 from .compactor import DEFAULT_BOUND_S, Compactor, now_ms
 from .dashboard import Dashboard
@@ -113,7 +110,7 @@ class Proxy:
                 "gemini": _upstream("gemini", URL(gemini)),
             },
             dashboard=Dashboard(
-                daemon.storage_dir,
+                daemon.location,
                 lambda: resolve({}, daemon.settings.current()).values.cache_prices,
                 flush=compactor.saved,
             ),
@@ -205,7 +202,7 @@ def serve_proxy(
     *,
     host: str,
     port: int,
-    storage: Path,
+    storage: Location | Path,
     anthropic: str,
     openai: str,
     bound_s: float,
@@ -225,25 +222,18 @@ def serve_proxy(
             file=sys.stderr,
             flush=True,
         )
-    try:
-        prepare_folder(storage)
-        storage_lock.acquire(storage)
-    except storage_lock.StorageLocked as exc:
-        print(f"hdcontext proxy: {exc}", file=sys.stderr, flush=True)
-        return EXIT_STORAGE_LOCKED
-    except (StoreError, OSError, ValueError) as exc:
-        message = str(exc) if isinstance(exc, StoreError) else folder_problem(storage, exc)
-        print(f"hdcontext proxy: {message}", file=sys.stderr, flush=True)
-        return EXIT_UNUSABLE
+    where = storage if isinstance(storage, Location) else Location(folder=storage)
     kept = retention or Retention()
-    if mark_once(storage, NOTICE_NAME):
-        print(storage_notice(storage, kept), file=sys.stderr, flush=True)
+    if where.folder is not None:
+        code = _take_folder(where.folder, kept)
+        if code is not None:
+            return code
     try:
         return asyncio.run(
             _serve(
                 host,
                 port,
-                storage,
+                where,
                 anthropic,
                 openai,
                 gemini,
@@ -258,7 +248,25 @@ def serve_proxy(
         return 0
 
 
-def proxy_daemon(storage: Path, settings: IdeSettings, retention: Retention) -> Daemon:
+def _take_folder(folder: Path, kept: Retention) -> int | None:
+    """Make the storage folder, take its lock, and say once what the proxy keeps there;
+    the exit code when it cannot be had."""
+    try:
+        prepare_folder(folder)
+        storage_lock.acquire(folder)
+    except storage_lock.StorageLocked as exc:
+        print(f"hdcontext proxy: {exc}", file=sys.stderr, flush=True)
+        return EXIT_STORAGE_LOCKED
+    except (StoreError, OSError, ValueError) as exc:
+        message = str(exc) if isinstance(exc, StoreError) else folder_problem(folder, exc)
+        print(f"hdcontext proxy: {message}", file=sys.stderr, flush=True)
+        return EXIT_UNUSABLE
+    if mark_once(folder, NOTICE_NAME):
+        print(storage_notice(folder, kept), file=sys.stderr, flush=True)
+    return None
+
+
+def proxy_daemon(storage: Location | Path, settings: IdeSettings, retention: Retention) -> Daemon:
     """The daemon behind ``hdcontext proxy``: its commits are not flushed to the disk, since an
     agent sends its whole conversation again with every request (storage/store.py), and no
     editor hears of its sessions' tokens."""
@@ -270,7 +278,7 @@ def proxy_daemon(storage: Path, settings: IdeSettings, retention: Retention) -> 
 async def _serve(
     host: str,
     port: int,
-    storage: Path,
+    storage: Location,
     anthropic: str,
     openai: str,
     gemini: str,

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final
 
-from ..storage.store import PassedRow
+from ..storage.records import PassedRow
 
 AS_SENT: Final = "as sent"
 NOT_FORWARDED: Final = "not forwarded"

@@ -161,12 +161,15 @@ async def forward(
     billed_of: Callable[[object], Billed | None] | None = None,
     saving: asyncio.Future[None] | None = None,
     dialect: str | None = None,
+    before_end: Callable[[Forwarded], Awaitable[None]] | None = None,
 ) -> Forwarded:
     """Send ``body`` upstream in place of the request's, and answer the client with what comes
     back. ``billed_of`` reads the usage of a successful answer (``None``: not read), from an
     event stream as the API ``dialect`` writes it (the upstream's name when not said).
-    ``saving``: the session's commit being written; a streamed answer ends only after it (an
-    answer in one body goes out after ``forward`` returns: its caller waits for it)."""
+    ``saving``: the session's commit being written; a streamed answer ends only after it, and
+    after ``before_end`` (the call told to its session: its usage read, so that the client's
+    next request, which may come the moment the answer ends, finds it told) (an answer in one
+    body goes out after ``forward`` returns: its caller waits for both)."""
     if _gone(request):  # while hdcontext worked: no call is made for nobody
         return _given_up(upstream, "before the call was made")
     url = upstream.url(request.path_qs)
@@ -199,7 +202,14 @@ async def forward(
         if _streamed(request, answer):
             usage_of = billed_of if read else None
             streamed = await _stream(
-                request, answer, headers, upstream, usage_of, saving, dialect or upstream.name
+                request,
+                answer,
+                headers,
+                upstream,
+                usage_of,
+                saving,
+                dialect or upstream.name,
+                before_end,
             )
             return replace(streamed, refused=answer.status >= 400)
         try:
@@ -300,6 +310,7 @@ async def _stream(
     billed_of: Callable[[object], Billed | None] | None,
     saving: asyncio.Future[None] | None,
     dialect: str,
+    before_end: Callable[[Forwarded], Awaitable[None]] | None = None,
 ) -> Forwarded:
     response = web.StreamResponse(status=answer.status, reason=answer.reason, headers=headers)
     await response.prepare(request)
@@ -316,8 +327,13 @@ async def _stream(
         _break(request)
         return Forwarded(response, None, answer.status)
     await saved(saving)
+    done = Forwarded(
+        response, usage.billed if usage is not None else None, answer.status, answer.status >= 400
+    )
+    if before_end is not None:
+        await before_end(done)
     await response.write_eof()
-    return Forwarded(response, usage.billed if usage is not None else None, answer.status)
+    return done
 
 
 async def saved(saving: asyncio.Future[None] | None) -> None:

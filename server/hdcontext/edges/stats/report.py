@@ -1,7 +1,8 @@
-"""A storage folder's calls, read beside whatever daemon holds it, into ``core.stats``' report.
+"""A storage's calls, read beside whatever daemon holds it, into ``core.stats``' report.
 
-The folder is read in SQLite's read-only mode without its lock (``store.ReadOnly``), so a
-running daemon or proxy is neither blocked nor changed. What can be wrong is said in one line
+A storage folder is read in SQLite's read-only mode without its lock, a database on a read-only
+connection (``store.open_reader``), so a running daemon or proxy is neither blocked nor
+changed. What can be wrong is said in one line
 (``StatsError``): no folder there, a database that cannot be read, an unknown session, a price
 override of the wrong shape (the user's, or a session's own ``cache.prices``, which a hand edit
 may have broken).
@@ -12,12 +13,13 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ...core.stats.calls import CallRow
 from ...core.stats.costs import PriceOverrides, Report, build, checked_prices, page_json
-from ..storage.store import ReadOnly, StoreError
+from ..storage.location import Location
+from ..storage.records import StoreError
+from ..storage.store import open_reader
 
 PRICES_KEY = "cache.prices"
 
@@ -34,18 +36,18 @@ class Read:
 
 
 def read(
-    folder: Path,
+    where: Location,
     *,
     prices: PriceOverrides | None = None,
     since: int | None = None,
     session: str | None = None,
 ) -> Read:
-    """The report of ``folder``'s calls since ``since`` (ms); of one session when ``session``
+    """The report of ``where``'s calls since ``since`` (ms); of one session when ``session``
     names it (its id, or the start of only one id). ``prices``: the user's, checked."""
     try:
-        with ReadOnly(folder) as db:
+        with open_reader(where) as db:
             stored = [s.session_id for s in db.sessions()]
-            found = None if session is None else _one(stored, session, folder)
+            found = None if session is None else _one(stored, session, where)
             rows = db.calls(found)
             overrides = db.overrides()
     except StoreError as exc:
@@ -85,7 +87,7 @@ def of_rows(
     )
 
 
-def _one(stored: list[str], asked: str, folder: Path) -> str:
+def _one(stored: list[str], asked: str, where: Location) -> str:
     if asked in stored:
         return asked
     starting = [sid for sid in stored if sid.startswith(asked)]
@@ -93,23 +95,23 @@ def _one(stored: list[str], asked: str, folder: Path) -> str:
         return starting[0]
     if starting:
         raise StatsError(
-            f"{len(starting)} sessions in {folder} start with {asked!r}: give more of the id"
+            f"{len(starting)} sessions in {where} start with {asked!r}: give more of the id"
         )
-    raise StatsError(f"no session {asked!r} in {folder}")
+    raise StatsError(f"no session {asked!r} in {where}")
 
 
 def page_figures(
-    folder: Path,
+    where: Location,
     *,
     prices: PriceOverrides | None = None,
     since: int | None = None,
     since_label: str | None = None,
 ) -> dict[str, Any]:
-    """What the page shows of ``folder`` (``core.stats.page_json``), and the requests the
+    """What the page shows of ``where`` (``core.stats.page_json``), and the requests the
     proxy did not carry (``uncarried``)."""
-    report = read(folder, prices=prices, since=since).report
-    figures = page_json(report, str(folder), since_label, time.time_ns() // 1_000_000)
-    figures["passed"] = uncarried(folder, since)
+    report = read(where, prices=prices, since=since).report
+    figures = page_json(report, where.shown, since_label, time.time_ns() // 1_000_000)
+    figures["passed"] = uncarried(where, since)
     return figures
 
 
@@ -120,12 +122,12 @@ _OUTCOMES = (
 )
 
 
-def uncarried(folder: Path, since: int | None = None) -> dict[str, Any]:
+def uncarried(where: Location, since: int | None = None) -> dict[str, Any]:
     """The requests the proxy did not carry since ``since`` (ms; its ``passed`` table), by
     outcome and reason, most first, in the shape of the running proxy's own figures
     (``ProxyState.forwarded_as_sent``)."""
     try:
-        with ReadOnly(folder) as db:
+        with open_reader(where) as db:
             rows = db.passed(since)
     except StoreError as exc:
         raise StatsError(str(exc)) from None
