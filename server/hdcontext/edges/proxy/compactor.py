@@ -31,9 +31,9 @@ it stops (``keep_for_restart``) and takes them in again at its next start, in th
 their sessions loaded and warmed (``resume``); a request that comes before its conversation is
 taken in waits for it, one that comes after is a turn.
 
-What the proxy holds is bounded: the memos of the conversations used last (``KEPT_MEMOS``,
-``KEPT_MEMO_BYTES``), and the daemon keeps the proxy's sessions used last loaded
-(``KEPT_SESSIONS``); the others stay in its storage, loaded again when their agent comes back.
+What the proxy holds is bounded (``kept.py``): the memos of the conversations used last, and
+the daemon keeps the proxy's sessions used last loaded; the others stay in its storage, loaded
+again when their agent comes back.
 
 A session is named by the header ``x-hdcontext-session`` when the client sends one, else by a
 digest of the API, the client's name (its User-Agent's first word), its system prompt and
@@ -71,6 +71,7 @@ from ..storage.records import ResumeRow
 from .api import Api, Unsupported
 from .assembly import Pieces, assemble, encoded
 from .keepwarm import REFRESH_TEXT
+from .kept import PROXY, Capacity, Kept
 from .marks import ONE_HOUR, asks_long_in
 from .openai_cache import (
     LONG_OPTIONS_TTL,
@@ -94,13 +95,6 @@ DEFAULT_BOUND_S = 10.0
 SESSION_PREFIX = "proxy-"
 KEPT_LONG = 4096
 """Sessions remembered as asking an hour (a forgotten one is found again by its marks)."""
-KEPT_MEMOS = 8
-"""Conversations whose previous request the compactor keeps (the ones used last)."""
-KEPT_MEMO_BYTES = 48 * 1024 * 1024
-"""All memos together, about (their bodies and the messages sent): the oldest go first."""
-KEPT_SESSIONS = 8
-"""The proxy's sessions the daemon keeps loaded (the ones used last); the others are in its
-storage, and a request for one loads it again."""
 PASS_BYTES = 256 * 1024
 """The size from which a conversation the daemon does not know is forwarded as it came and
 taken in meanwhile: a smaller one is taken in and compacted within its request (tens of
@@ -510,7 +504,11 @@ class _Known(Resent):
 
 class Compactor:
     def __init__(
-        self, daemon: Daemon, bound_s: float = DEFAULT_BOUND_S, pass_bytes: int = PASS_BYTES
+        self,
+        daemon: Daemon,
+        bound_s: float = DEFAULT_BOUND_S,
+        pass_bytes: int = PASS_BYTES,
+        capacity: Capacity = PROXY,
     ) -> None:
         self.daemon = daemon
         self.bound_s = bound_s
@@ -522,10 +520,10 @@ class Compactor:
         """What each call billed, saved soon after it was told (``saving.py``)."""
         self.context_limit: int | None = None
         """``contextLimit`` for the sessions the proxy opens (None: the settings' own)."""
-        self._memos: OrderedDict[str, Memo] = OrderedDict()
+        self.kept: Kept[Memo] = Kept(daemon, capacity)
+        self._memos = self.kept.memos
         self._long: OrderedDict[str, None] = OrderedDict()
         """Sessions whose agent asked its prompt cache an hour (the latest ones)."""
-        self._sessions: OrderedDict[str, None] = OrderedDict()
         self._splicer = Splicer()
         self._resuming: list[tuple[ResumeRow, asyncio.Future[None]]] = []
         """The conversations of the last start's ``resume``, each done when taken in."""
@@ -598,8 +596,8 @@ class Compactor:
         before = self._memos.get(session)
         pieces = before.pieces if before is not None else None
         # Kept at once: the bytes are read whatever becomes of the rest of the request.
-        self._keep(session, _with_pieces(taken.memo, pieces))
-        await self._hold(session)
+        self.kept.keep(session, _with_pieces(taken.memo, pieces))
+        await self.kept.hold(session)
         overrides = self._lifetime(api, raw, taken.body, session, match)
         # The commit is written while the request goes upstream (its answer waits for it).
         result = await self.daemon.sync_compact(
@@ -622,7 +620,7 @@ class Compactor:
         data = _body(api, raw, taken, built.messages, api.body_edits(taken.body, built.marked))
         built.pieces.size = len(data)
         no_long_mark = api.name == "anthropic" and not overrides
-        self._keep(
+        self.kept.keep(
             session,
             replace(taken.memo, pieces=built.pieces, no_long_mark=no_long_mark, at=at),
         )
@@ -723,7 +721,7 @@ class Compactor:
         or elsewhere): it goes as it came, at once, while the daemon takes it in (off the
         request's way); the next request finds it held, and the call told to the session
         as sent unchanged, so that what the provider now caches is weighed."""
-        await self._hold(session)
+        await self.kept.hold(session)
         forwarded = asyncio.Event()
         task = asyncio.ensure_future(
             self._take_in(api, raw, session, client, glance, at, forwarded, model)
@@ -813,12 +811,12 @@ class Compactor:
         """``taken``'s conversation synced in one commit with the call told as sent
         (``Daemon.sync_passed``), the messages it would send made ready for the next
         request."""
-        self._keep(session, replace(taken.memo, at=at))
+        self.kept.keep(session, replace(taken.memo, at=at))
         result = await self.daemon.sync_passed(self._params(session, taken, model), at)
         pieces = await _pieces(api, taken, result.history.blobs)
         current = self._memos.get(session)
         if pieces is not None and current is not None and current.raw is raw:
-            self._keep(session, replace(taken.memo, pieces=pieces, at=at))
+            self.kept.keep(session, replace(taken.memo, pieces=pieces, at=at))
         gc.freeze()
         memory.release()  # reading it whole left free pages behind
 
@@ -861,7 +859,9 @@ class Compactor:
                 log.warning("the last run's requests could not be read: %s", type(exc).__name__)
                 rows = []
             loop = asyncio.get_running_loop()
-            self._resuming = [(row, loop.create_future()) for row in rows[:KEPT_MEMOS]]
+            self._resuming = [
+                (row, loop.create_future()) for row in rows[: self.kept.capacity.memos]
+            ]
         finally:
             listed.set()
         started, resumed = time.monotonic(), 0
@@ -895,7 +895,7 @@ class Compactor:
         blobs = await self.daemon.warm(session, taken.memo.digests)
         if blobs is None or session in self._memos:
             return False
-        await self._hold(session, oldest=True)  # the rows come most recent first
+        await self.kept.hold(session, oldest=True)  # the rows come most recent first
         pieces = await _pieces(api, taken, blobs)
         if pieces is None or session in self._memos:
             return False
@@ -903,7 +903,7 @@ class Compactor:
             api, row.body, taken.body, session
         )
         memo = replace(taken.memo, pieces=pieces, no_long_mark=no_long_mark, at=row.at)
-        self._keep(session, memo, oldest=True)
+        self.kept.keep(session, memo, oldest=True)
         gc.freeze()
         memory.release()
         return True
@@ -926,36 +926,6 @@ class Compactor:
         ]
         if waits:
             await asyncio.gather(*waits)
-
-    def _keep(self, session: str, memo: Memo, oldest: bool = False) -> None:
-        """Keep ``memo`` as the latest used (``oldest``: as the least recently used, for a
-        conversation of the last run, taken in after the more recent ones)."""
-        self._memos[session] = memo
-        self._memos.move_to_end(session, last=not oldest)
-        total = sum(m.size for m in self._memos.values())
-        while len(self._memos) > 1 and (len(self._memos) > KEPT_MEMOS or total > KEPT_MEMO_BYTES):
-            _, dropped = self._memos.popitem(last=False)
-            total -= dropped.size
-
-    async def _hold(self, session: str, oldest: bool = False) -> None:
-        """Mark ``session`` used (``oldest``: as the least recently used); unload the proxy's
-        least recently used sessions past ``KEPT_SESSIONS`` (they stay in the daemon's
-        storage)."""
-        self._sessions[session] = None
-        self._sessions.move_to_end(session, last=not oldest)
-        while len(self._sessions) > KEPT_SESSIONS:
-            idle, _ = self._sessions.popitem(last=False)
-            if self.daemon.registry.lock(idle).locked():
-                continue  # a request for it is running: it stays loaded for now
-            with contextlib.suppress(Exception):  # unloading is a saving, not a duty
-                await self.daemon.save_noted(idle)
-                await self.daemon.close({"sessionId": idle})
-                # What it held may be frozen: let the collector see it, once, then what
-                # is left stays out of its walks again.
-                gc.unfreeze()
-                gc.collect()
-                gc.freeze()
-                memory.release()  # and what it freed goes back to the system
 
     async def record(self, session_id: str, billed: Billed, at: int | None = None) -> None:
         """``history/usage`` for the call just made: counted at once (``Daemon.note_usage``),
