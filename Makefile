@@ -84,7 +84,7 @@ postgres:
 agent-clis:
 	@$(PYTHON) -m tests.proxy.agent_clis
 
-# LiteLLM's proxy for the gateway's end-to-end tests (tests/gateway/): hdcontext[litellm] (LiteLLM
+# LiteLLM's proxy for the gateway's end-to-end tests (tests/gateway/): hdcontext[litellm,postgres] (LiteLLM
 # 1.108.7 pinned, with its proxy's dependencies; about 770 MB) from PyPI into a virtual
 # environment of its own, ~/.cache/hdcontext-e2e/litellm-1.108.7, once, said first (again only
 # when hdcontext's dependencies or the pin change). Kept out of .venv: only these tests need it.

@@ -191,7 +191,7 @@ def chosen(found: list[Transcript], size_mb: float, name: str | None) -> Transcr
     return min(found, key=lambda t: abs(len(_body(_messages(t.entries))) - size_mb * 1e6))
 
 
-async def measure(t: Transcript, turns: int = TURNS) -> dict[str, Any]:
+async def measure(t: Transcript, turns: int = TURNS, database: str | None = None) -> dict[str, Any]:
     command, why = litellm_env.find()
     if command is None:
         raise RuntimeError(why)
@@ -201,6 +201,7 @@ async def measure(t: Transcript, turns: int = TURNS) -> dict[str, Any]:
         "turns": turns,
         "litellm_version": litellm_env.VERSION,
         "body_mb_at_start": round(len(_body(messages)) / 1e6, 2),
+        "storage": "PostgreSQL (HDCONTEXT_DATABASE_URL)" if database else "a folder (SQLite)",
     }
     plain_times: list[float] = []
     hd_times: list[float] = []
@@ -210,6 +211,8 @@ async def measure(t: Transcript, turns: int = TURNS) -> dict[str, Any]:
             plain = _LiteLLM(command, Path(scratch) / "plain", upstream.url, callback=False)
             hd = _LiteLLM(command, Path(scratch) / "hdcontext", upstream.url, callback=True)
             hd.env["HDCONTEXT_CONTEXT_LIMIT"] = str(CONTEXT_LIMIT)
+            if database is not None:
+                hd.env["HDCONTEXT_DATABASE_URL"] = database
             try:
                 plain.start()
                 hd.start()
@@ -270,7 +273,7 @@ def table(report: dict[str, Any]) -> str:
         [
             f"session {report['session']} at 1× ({report['body_mb_at_start']} MB a request at "
             f"the start, {report['body_mb']} at the end), {report['turns']} turns, LiteLLM "
-            f"{report['litellm_version']}",
+            f"{report['litellm_version']}; hdcontext's sessions in {report['storage']}",
             row("direct to the upstream", report["direct"]),
             row("through LiteLLM", report["litellm"]),
             row("through LiteLLM + hdcontext", report["litellm_with_hdcontext"]),
@@ -290,6 +293,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=TURNS)
     parser.add_argument("--size-mb", type=float, default=SIZE_MB)
     parser.add_argument("--session", help="a session by its name (default: by --size-mb)")
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="keep hdcontext's sessions in a throwaway PostgreSQL cluster (fsync on), as a "
+        "team's replicas do, instead of a folder",
+    )
     args = parser.parse_args(argv)
     found = transcripts.find().transcripts
     if not found:
@@ -301,7 +310,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"LiteLLM + hdcontext · {os.cpu_count()} CPUs · load average {load}")
-    report = asyncio.run(measure(chosen(found, args.size_mb, args.session), args.turns))
+    picked = chosen(found, args.size_mb, args.session)
+    if args.postgres:
+        from tests import postgres_cluster
+
+        if (reason := postgres_cluster.why_not()) is not None:
+            print(f"bench.litellm: {reason}", file=sys.stderr)
+            return 2
+        cluster = postgres_cluster.start(fsync=True)
+        try:
+            report = asyncio.run(measure(picked, args.turns, cluster.new_database()))
+        finally:
+            cluster.stop()
+    else:
+        report = asyncio.run(measure(picked, args.turns))
     report["load_average"] = {
         "before": load,
         "after": ", ".join(f"{x:.2f}" for x in os.getloadavg()),

@@ -2,9 +2,10 @@
 
 ``make litellm`` (``python -m tests.gateway.litellm_env``; ``make unit`` and ``make test`` run it
 before pytest) makes ``~/.cache/hdcontext-e2e/litellm-<version>`` (``$HDCONTEXT_E2E_HOME`` when
-set) and installs ``hdcontext[litellm]`` from this checkout into it, which is what a gateway's
-``pip install "hdcontext[litellm]"`` resolves (LiteLLM pinned, with its proxy's dependencies),
-saying what, how big and where first. It is kept apart from ``.venv`` because it is large (about
+set) and installs ``hdcontext[litellm,postgres]`` from this checkout into it, which is what a
+gateway's ``pip install "hdcontext[litellm,postgres]"`` resolves (LiteLLM pinned, with its
+proxy's dependencies, and psycopg for the replicas' shared database), saying what, how big and
+where first. It is kept apart from ``.venv`` because it is large (about
 760 MB, most of it LiteLLM's proxy: FastAPI, its UI, numpy, polars…) and only these tests need
 it; the tests start LiteLLM's proxy from it with this checkout's ``server/`` first on the path,
 so the callback that runs is the one being tested. A test only uses it: it is skipped with the
@@ -44,7 +45,8 @@ def litellm_command() -> Path:
 
 def _wanted() -> str:
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    wanted = [project["dependencies"], project["optional-dependencies"]["litellm"]]
+    extras = project["optional-dependencies"]
+    wanted = [project["dependencies"], extras["litellm"], extras["postgres"]]
     return hashlib.sha256(json.dumps(wanted).encode()).hexdigest()
 
 
@@ -72,8 +74,9 @@ def install() -> tuple[Path | None, str]:
     if found is not None:
         return found, ""
     print(
-        f"{MAKE_TARGET}: installing hdcontext[litellm] (LiteLLM {VERSION} and its proxy's "
-        f"dependencies: {SIZE} on disk) from PyPI into {FOLDER}, once, for {TESTS}",
+        f"{MAKE_TARGET}: installing hdcontext[litellm,postgres] (LiteLLM {VERSION} and its "
+        f"proxy's dependencies, psycopg: {SIZE} on disk) from PyPI into {FOLDER}, once, for "
+        f"{TESTS}",
         flush=True,
     )
     base = getattr(sys, "_base_executable", sys.executable)
@@ -88,16 +91,16 @@ def install() -> tuple[Path | None, str]:
                 "install",
                 "--disable-pip-version-check",
                 "--quiet",
-                f"{REPO}[litellm]",
+                f"{REPO}[litellm,postgres]",
             ],
             timeout=INSTALL_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired:
-        return None, f"pip install hdcontext[litellm] did not finish in {INSTALL_TIMEOUT_S} s"
+        return None, f"pip install of the extras did not finish in {INSTALL_TIMEOUT_S} s"
     except (OSError, subprocess.CalledProcessError) as exc:
         return None, f"no virtual environment in {FOLDER}: {exc}"
     if done.returncode != 0 or not litellm_command().exists():
-        return None, "pip install hdcontext[litellm] failed (registry unreachable?)"
+        return None, "pip install hdcontext[litellm,postgres] failed (registry unreachable?)"
     (FOLDER / STAMP).write_text(_wanted() + "\n", encoding="utf-8")
     return litellm_command(), ""
 

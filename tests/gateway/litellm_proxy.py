@@ -21,6 +21,7 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,9 +133,13 @@ class Gateway:
 
 
 def start_gateway(
-    folder: Path, upstream: str, callback: str = "hdcontext.litellm.handler"
+    folder: Path,
+    upstream: str,
+    callback: str = "hdcontext.litellm.handler",
+    more_env: Mapping[str, str] | None = None,
 ) -> Gateway:
-    """LiteLLM's proxy on a free port, started (not waited for: ``wait_ready``)."""
+    """LiteLLM's proxy on a free port, started (not waited for: ``wait_ready``); ``more_env``
+    on top of its environment (``HDCONTEXT_DATABASE_URL``, say)."""
     command, why = litellm_env.find()
     if command is None:
         raise RuntimeError(why)
@@ -155,6 +160,7 @@ def start_gateway(
         "PYTHONUNBUFFERED": "1",
         "HDCONTEXT_STORAGE": str(storage),
         "NO_PROXY": "127.0.0.1,localhost",
+        **(more_env or {}),
     }
     port = free_port()
     log = folder / "litellm.log"

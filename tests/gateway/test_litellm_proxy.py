@@ -330,15 +330,6 @@ async def test_a_failure_inside_hdcontext_sends_the_request_on_unchanged(
     assert "sk-alice" not in log
 
 
-@pytest.mark.skip(
-    reason="SQLite storage is one process per folder: enable once PostgreSQL storage lands "
-    "(HDCONTEXT_DATABASE_URL, open_daemon in hdcontext/litellm/runtime.py)"
-)
-async def test_two_replicas_share_one_database() -> None:
-    """Two LiteLLM replicas on one HDCONTEXT_DATABASE_URL, a conversation alternating between
-    them: the same upstream bytes as through one replica, every call's usage in its session."""
-
-
 # -- stopping ------------------------------------------------------------------------------------
 
 

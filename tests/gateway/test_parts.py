@@ -1,7 +1,7 @@
 """The LiteLLM callback's parts on their own: the owner read from LiteLLM's auth object, the
 usage read as LiteLLM normalizes it (the shapes are LiteLLM 1.108.7's, taken from its success
 hook for each endpoint), the deployment a model group goes to, the settings from the
-environment, and the owners beside the store as ``hdcontext stats --by user|team`` reads them."""
+environment, and the owners in the store as ``hdcontext stats --by user|team`` reads them."""
 
 from __future__ import annotations
 
@@ -16,19 +16,12 @@ import pytest
 
 from hdcontext.cli.main import main as cli_main
 from hdcontext.core.stats.costs import _SUMMED, Figures
-from hdcontext.edges.stats.owners import (
-    NO_TEAM,
-    NOT_GATEWAY,
-    group_of,
-    kept_for,
-    read_owners,
-    tag_of,
-    write_owners,
-)
+from hdcontext.edges.stats.owners import NO_TEAM, NOT_GATEWAY, group_of, tag_of
+from hdcontext.edges.storage.location import Location
 from hdcontext.litellm.billing import billed_of
 from hdcontext.litellm.deployments import Deployment, carried, deployment_of
 from hdcontext.litellm.identity import Owner, owner_of
-from hdcontext.litellm.runtime import Config, Unavailable, config_from, open_daemon, shown_url
+from hdcontext.litellm.runtime import Config, Unavailable, config_from, start_runtime
 
 # -- who ---------------------------------------------------------------------------------------
 
@@ -147,9 +140,22 @@ def test_the_deployment_a_model_group_goes_to() -> None:
 
 def test_the_settings_from_the_environment(tmp_path: Path) -> None:
     config = config_from({"HDCONTEXT_STORAGE": str(tmp_path), "HDCONTEXT_BOUND_S": "2.5"})
-    assert (config.storage, config.bound_s, config.database_url) == (tmp_path, 2.5, None)
+    assert (config.storage, config.bound_s) == (Location(folder=tmp_path), 2.5)
     assert config_from({"HDCONTEXT_RETENTION_DAYS": "forever"}).retention.days is None
-    assert config_from({}).storage.name == "litellm"
+    default = config_from({}).storage.folder
+    assert default is not None and default.name == "litellm"
+    url = "postgresql://hd@db.internal/hdcontext"
+    shared = {"HDCONTEXT_DATABASE_URL": url, "HDCONTEXT_STORAGE": str(tmp_path)}
+    assert config_from(shared).storage == Location(url=url)  # the database wins
+    assert config_from({"HDCONTEXT_STORAGE": url}).storage == Location(url=url)
+    with pytest.raises(Unavailable, match="HDCONTEXT_DATABASE_URL") as caught:
+        config_from({"HDCONTEXT_DATABASE_URL": "mysql://hd:s3cret@db/x"})
+    assert "s3cret" not in str(caught.value)
+    assert config_from({}).kept.sessions == 128
+    assert config_from({"HDCONTEXT_KEPT_SESSIONS": "500"}).kept.memos == 500
+    for many in ("0", "lots"):
+        with pytest.raises(Unavailable, match="HDCONTEXT_KEPT_SESSIONS"):
+            config_from({"HDCONTEXT_KEPT_SESSIONS": many})
     for bad in ({"HDCONTEXT_BOUND_S": "soon"}, {"HDCONTEXT_BOUND_S": "0"}):
         with pytest.raises(Unavailable, match="HDCONTEXT_BOUND_S"):
             config_from(bad)
@@ -160,26 +166,24 @@ def test_the_settings_from_the_environment(tmp_path: Path) -> None:
         config_from({"HDCONTEXT_CONTEXT_LIMIT": "lots"})
 
 
-def test_a_database_url_is_said_without_its_password(tmp_path: Path) -> None:
-    url = "postgresql://hd:s3cret@db.internal:5432/hdcontext"
-    assert shown_url(url) == "postgresql://hd@db.internal:5432/hdcontext"
+async def test_a_database_that_cannot_be_reached_is_said_without_its_password() -> None:
+    pytest.importorskip("psycopg")
+    url = "postgresql://hd:s3cret@127.0.0.1:1/hdcontext?connect_timeout=3"
     with pytest.raises(Unavailable) as caught:
-        open_daemon(Config(storage=tmp_path, database_url=url))
-    assert "s3cret" not in str(caught.value) and "db.internal" in str(caught.value)
+        await start_runtime(Config(storage=Location(url=url)))
+    said = str(caught.value)
+    assert "s3cret" not in said and "postgresql://hd@127.0.0.1:1/hdcontext" in said
 
 
-# -- the owners beside the store, and stats by user and team -----------------------------------
+# -- the owners, and stats by user and team ----------------------------------------------------
 
 
-def test_the_owners_file_round_trip_and_pruning(tmp_path: Path) -> None:
+def test_a_sessions_row_by_user_and_by_team() -> None:
     alice = owner_of(SimpleNamespace(token="a" * 64, user_id="alice", team_id="t1"))
     keyed = owner_of(SimpleNamespace(token="b" * 64, key_alias="ci", team_id="t1"))
     records = {alice.tag: alice.to_json(), keyed.tag: {**keyed.to_json(), "teamAlias": "Core"}}
-    write_owners(tmp_path, records)
-    assert read_owners(tmp_path) == records
     alice_session = f"litellm-{alice.tag}-openai-abc"
     assert tag_of(alice_session) == alice.tag and tag_of("proxy-openai-abc") is None
-    assert kept_for(records, [alice_session, "proxy-openai-x"]) == {alice.tag: alice.to_json()}
     keyed_session = f"litellm-{keyed.tag}-anthropic-def"
     assert group_of(alice_session, records, "user") == "alice"
     assert group_of(keyed_session, records, "user") == "key ci"
@@ -188,8 +192,6 @@ def test_the_owners_file_round_trip_and_pruning(tmp_path: Path) -> None:
     assert group_of(f"litellm-{anonymous.tag}-openai-x", {anonymous.tag: {}}, "team") == NO_TEAM
     assert group_of("proxy-openai-abc", records, "user") == NOT_GATEWAY
     assert group_of(f"litellm-{'f' * 16}-openai-x", records, "user") == f"owner {'f' * 16}"
-    (tmp_path / "owners.json").write_text("{not json")
-    assert read_owners(tmp_path) == {}
 
 
 def test_a_groups_figures_are_the_sums_of_its_sessions() -> None:

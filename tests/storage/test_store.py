@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from hdcontext.edges.daemon.daemon import Daemon
+from hdcontext.edges.stats.owners import owner_row, read_owners
 from hdcontext.edges.storage.location import Location
 from hdcontext.edges.storage.records import PassedRow, ResumeRow, StoreError, now_ms
 from hdcontext.edges.storage.store import make_store, open_reader, open_store
@@ -157,6 +158,32 @@ async def test_the_requests_not_carried_are_counted_and_forgotten(where: Locatio
             assert [r.api for r in reader.passed()] == ["openai"]
     finally:
         await store.close()
+
+
+async def test_an_owner_is_kept_while_it_has_a_session_or_was_seen(
+    where: Location, daemon_at: Callable[[], Any]
+) -> None:
+    """A gateway's owners (``hdcontext stats --by user``): written by any process, the latest
+    record winning and ``seen`` never going back; the daemon's pruning forgets an owner once
+    none of its sessions is left and it was not seen within the retention."""
+    daemon: Daemon = await daemon_at()
+    store = daemon.store
+    old, seen = 1000, now_ms()
+    await converse(daemon, "litellm-aaaa-openai-1", KEPT, turns=1)
+    await store.put_owners(
+        [
+            owner_row("aaaa", {"user": "alice"}, old),  # an old owner with a session
+            owner_row("bbbb", {"user": "bob"}, old),  # an old owner without one
+            owner_row("cccc", {"user": "carol"}, seen),  # seen lately, no session yet
+        ]
+    )
+    await store.put_owners([owner_row("bbbb", {"user": "bob", "team": "t"}, old - 1)])
+    assert read_owners(where)["bbbb"] == {"user": "bob", "team": "t"}
+    assert sql(where, "SELECT seen FROM owners WHERE tag='bbbb'") == [(old,)]
+    await daemon.prune(idle_before=seen - 60_000)  # no session is idle that long
+    assert sorted(read_owners(where)) == ["aaaa", "cccc"]
+    await daemon.prune(idle_before=seen + 60_000)  # every session idle: all go
+    assert read_owners(where) == {}
 
 
 async def test_a_deleted_session_leaves_no_row_in_any_table(

@@ -1,70 +1,60 @@
-"""The owners this process has served, kept in the storage folder for ``hdcontext stats``.
+"""The owners this process has served, written to the store for ``hdcontext stats``.
 
-One record per owner (``identity.Owner.to_json``: ids, aliases, the key's hash shortened),
-written to the folder's ``owners.json`` (``edges/stats/owners.py``) when an owner first comes or
-its record changes (a key renamed, a user moved to another team): rarely, so each write is the
-whole file, off the event loop, one at a time, the latest records winning. At start the file
-is read and cut to the owners that still have a session in the store.
+One row per owner (``identity.Owner.to_json``: ids, aliases, the key's hash shortened) in the
+store's ``owners`` table (``edges/stats/owners.py``), which every replica on a database shares.
+A row is written when this process first serves the owner, when the owner's record changes (a
+key renamed, a user moved to another team), and again once ``SEEN_EVERY_MS`` has passed since
+this process last wrote it, so that the retention, which keeps an owner while it has a session
+or was seen since, sees the owner as alive. So writes are rare: each is off the request's way,
+one batch at a time, the latest records winning. The rows go with the retention's pruning
+(``Store.forget_owners``), not here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
-from ..edges.stats.owners import kept_for, read_owners, write_owners
+from ..edges.stats.owners import owner_row
+from ..edges.storage.records import OwnerRow, now_ms
+from ..edges.storage.store import Store
 from .identity import Owner
 
 log = logging.getLogger(__name__)
 
+SEEN_EVERY_MS = 12 * 3600 * 1000
+"""How often an owner already written is written again (its ``seen``), while it is served."""
+
 
 class OwnerBook:
-    def __init__(self, folder: Path, records: dict[str, dict[str, Any]]) -> None:
-        self.folder = folder
-        self._records = records
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._written: dict[str, tuple[dict[str, str], int]] = {}
+        """By tag: the record this process last wrote, and when."""
+        self._waiting: dict[str, OwnerRow] = {}
         self._writing: asyncio.Task[None] | None = None
-        self._again = False
-        """A record changed while the file was being written: it is written once more."""
-
-    @classmethod
-    async def open(cls, folder: Path, sessions: Sequence[str]) -> OwnerBook:
-        """The book of ``folder``, its owners cut to those with one of ``sessions``."""
-        found = await asyncio.to_thread(read_owners, folder)
-        book = cls(folder, kept_for(found, sessions))
-        if book._records != found:
-            book._write()
-        return book
-
-    @property
-    def records(self) -> dict[str, dict[str, Any]]:
-        return dict(self._records)
 
     def note(self, owner: Owner) -> None:
-        """``owner`` served a request: recorded, and written if it is new or changed."""
-        tag, record = owner.tag, owner.to_json()
-        if self._records.get(tag) == record:
+        """``owner`` served a request: written if it is new here, changed, or last written
+        more than ``SEEN_EVERY_MS`` ago."""
+        tag, record, now = owner.tag, owner.to_json(), now_ms()
+        written = self._written.get(tag)
+        if written is not None and written[0] == record and now - written[1] < SEEN_EVERY_MS:
             return
-        self._records[tag] = record
-        self._write()
+        self._written[tag] = (record, now)
+        self._waiting[tag] = owner_row(tag, record, now)
+        if self._writing is None or self._writing.done():
+            self._writing = asyncio.ensure_future(self._write())
 
-    def _write(self) -> None:
-        if self._writing is not None and not self._writing.done():
-            self._again = True
-            return
-        self._again = False
-        self._writing = asyncio.ensure_future(self._written(dict(self._records)))
-
-    async def _written(self, records: dict[str, dict[str, Any]]) -> None:
-        try:
-            await asyncio.to_thread(write_owners, self.folder, records)
-        except OSError as exc:  # the sessions still say their owner's tag
-            log.warning("hdcontext: the owners were not written: %s", type(exc).__name__)
-        if self._again:
-            self._again = False
-            self._writing = asyncio.ensure_future(self._written(dict(self._records)))
+    async def _write(self) -> None:
+        while self._waiting:
+            rows, self._waiting = list(self._waiting.values()), {}
+            try:
+                await self.store.put_owners(rows)
+            except Exception as exc:  # the sessions still say their owner's tag
+                for row in rows:  # written again when the owner next comes
+                    self._written.pop(row.tag, None)
+                log.warning("hdcontext: the owners were not written: %s", type(exc).__name__)
 
     async def flush(self) -> None:
         """Wait for the writes under way (the last one included)."""

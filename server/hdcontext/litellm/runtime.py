@@ -8,11 +8,13 @@ finds it ready). One daemon and one compactor serve the whole process, as in ``h
 proxy``: the same sessions, storage, retention and prices.
 
 Where the sessions are kept is read from the environment once (``Config``), and the store is
-opened in one place, ``open_daemon``. ``HDCONTEXT_STORAGE`` names a folder (default: ``litellm``
-in the daemon's own data folder, private to the user LiteLLM runs as); a SQLite folder is held
-by one process at a time, so a second worker on the same folder finds it locked and passes its
-requests on as they came, saying why once. ``HDCONTEXT_DATABASE_URL`` names a database several
-processes share; this build has none, and says so.
+opened in one place, ``open_daemon``. ``HDCONTEXT_DATABASE_URL`` names a PostgreSQL database
+(or ``HDCONTEXT_STORAGE`` a ``postgresql://`` URL): every worker and every replica shares it,
+each session locked in the database while one request changes it, so any of them serves any
+request of a conversation (``edges/storage/postgres_store.py``). Else ``HDCONTEXT_STORAGE``
+names a folder (default: ``litellm`` in the daemon's own data folder, private to the user
+LiteLLM runs as); a SQLite folder is held by one process at a time, so a second worker on the
+same folder finds it locked and passes its requests on as they came, saying why once.
 
 It stops when LiteLLM does, before LiteLLM's own shutdown (``at_stop``: ``handler.py`` puts
 it there), or else when the server's loop ends (a task that waits forever is cancelled then): it
@@ -30,18 +32,19 @@ import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from ..core.tokens import encoding
 from ..edges.daemon.daemon import Daemon
 from ..edges.daemon.retention import Retention, parse_days
 from ..edges.proxy.compactor import DEFAULT_BOUND_S, Compactor
+from ..edges.proxy.kept import GATEWAY, Capacity
 from ..edges.proxy.run import proxy_daemon, proxy_settings
 from ..edges.proxy.uncarried import AS_SENT, Uncarried
 from ..edges.storage import storage_lock
 from ..edges.storage.folder import NOTICE_NAME, folder_problem, mark_once, prepare_folder
+from ..edges.storage.location import Location, is_database_url, redacted
 from ..edges.storage.records import StoreError
 from .bodies import APIS
 from .owners import OwnerBook
@@ -53,6 +56,7 @@ DATABASE_ENV = "HDCONTEXT_DATABASE_URL"
 BOUND_ENV = "HDCONTEXT_BOUND_S"
 RETENTION_ENV = "HDCONTEXT_RETENTION_DAYS"
 CONTEXT_LIMIT_ENV = "HDCONTEXT_CONTEXT_LIMIT"
+KEPT_ENV = "HDCONTEXT_KEPT_SESSIONS"
 STORE_EVERY_S = 5.0
 """How often the counts of the requests hdcontext did not carry are added to the store."""
 
@@ -71,27 +75,16 @@ def default_storage() -> Path:
 
 @dataclass(frozen=True)
 class Config:
-    storage: Path = field(default_factory=default_storage)
-    database_url: str | None = None
+    storage: Location = field(default_factory=lambda: Location(folder=default_storage()))
+    """A folder, or a database's URL (``HDCONTEXT_DATABASE_URL``)."""
     bound_s: float = DEFAULT_BOUND_S
     retention: Retention = field(default_factory=Retention)
     context_limit: int | None = None
     """The context window the sessions compress within (``None``: each model's own), as
     ``hdcontext proxy --context-limit``."""
-
-
-def shown_url(url: str) -> str:
-    """A database URL as a log may show it: its password left out."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        host = parts.hostname or ""
-        user = f"{parts.username}@" if parts.username else ""
-        port = f":{parts.port}" if parts.port else ""
-        return urlunsplit(parts._replace(netloc=f"{user}{host}{port}"))
-    except ValueError:
-        return "(a URL that cannot be read)"
+    kept: Capacity = GATEWAY
+    """How many conversations the process keeps in memory between their requests
+    (``edges/proxy/kept.py``)."""
 
 
 def config_from(environ: Mapping[str, str]) -> Config:
@@ -116,33 +109,52 @@ def config_from(environ: Mapping[str, str]) -> Config:
         if not raw.isdigit() or int(raw) < 1000:
             raise Unavailable(f"{CONTEXT_LIMIT_ENV} must be a number of tokens, 1000 or more")
         limit = int(raw)
+    if url is not None:
+        if not is_database_url(url):
+            raise Unavailable(f"{DATABASE_ENV} is not a postgresql:// URL: {redacted(url)}")
+        where = Location(url=url)
+    elif is_database_url(storage):
+        where = Location(url=storage)
+    else:
+        where = Location(folder=Path(storage).expanduser() if storage else default_storage())
+    kept = GATEWAY
+    if raw := environ.get(KEPT_ENV, "").strip():
+        if not raw.isdigit() or not 1 <= int(raw) <= 100_000:
+            raise Unavailable(f"{KEPT_ENV} must be a number of conversations, 1 to 100000")
+        kept = replace(GATEWAY, memos=int(raw), sessions=int(raw))
     return Config(
-        storage=Path(storage).expanduser() if storage else default_storage(),
-        database_url=url,
+        storage=where,
         bound_s=bound_s,
         retention=Retention(days),
         context_limit=limit,
+        kept=kept,
     )
 
 
 def open_daemon(config: Config) -> Daemon:
     """The one place the callback opens its store: the daemon over it, not started. A database
-    URL (PostgreSQL, shared by every worker and replica) is not in this build; a folder is
-    made private and locked for this process, as ``hdcontext proxy`` locks its own."""
-    if config.database_url is not None:
-        raise Unavailable(
-            f"{DATABASE_ENV} names a database ({shown_url(config.database_url)}), which this "
-            f"build of hdcontext cannot open: leave it unset to keep the sessions in a folder "
-            f"({STORAGE_ENV})"
-        )
-    folder = config.storage
+    (PostgreSQL, shared by every worker and replica) needs psycopg, the ``postgres`` extra; a
+    folder is made private and locked for this process, as ``hdcontext proxy`` locks its own."""
+    where = config.storage
+    if where.url is not None:
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            raise Unavailable(
+                f"{DATABASE_ENV} names a database ({where.shown}), which needs psycopg: "
+                'pip install "hdcontext[litellm,postgres]"'
+            ) from None
+        return proxy_daemon(where, proxy_settings(), config.retention)
+    folder = where.folder
+    assert folder is not None
     try:
         prepare_folder(folder)
         storage_lock.acquire(folder)
     except storage_lock.StorageLocked as exc:
         raise Unavailable(
             f"{exc}: one LiteLLM worker process serves hdcontext per storage folder (run one "
-            f"worker per replica, or give each its own {STORAGE_ENV})"
+            f"worker per replica, give each its own {STORAGE_ENV}, or share a database: "
+            f"{DATABASE_ENV})"
         ) from None
     except (StoreError, OSError, ValueError) as exc:
         message = str(exc) if isinstance(exc, StoreError) else folder_problem(folder, exc)
@@ -151,13 +163,20 @@ def open_daemon(config: Config) -> Daemon:
         log.warning(
             "hdcontext: the conversations that go through LiteLLM are kept in %s (a SQLite "
             "database only this user can read), each within its owner; idle ones are %s "
-            "(%s changes that); 'hdcontext stats --storage-dir %s --by user' shows the savings",
+            "(%s changes that); 'hdcontext stats --storage %s --by user' shows the savings",
             folder,
             config.retention.describe(),
             RETENTION_ENV,
             folder,
         )
-    return proxy_daemon(folder, proxy_settings(), config.retention)
+    return proxy_daemon(where, proxy_settings(), config.retention)
+
+
+def _release(where: Location) -> None:
+    """Give the folder's lock back (a database holds none of the process's)."""
+    if where.folder is not None:
+        with contextlib.suppress(Exception):
+            storage_lock.release(where.folder)
 
 
 @dataclass
@@ -206,8 +225,7 @@ class Runtime:
             log.warning("hdcontext: not everything was saved at stop: %s", type(exc).__name__)
         finally:
             await self.daemon.store.close()
-            with contextlib.suppress(Exception):
-                storage_lock.release(self.config.storage)
+            _release(self.config.storage)
 
 
 async def start_runtime(config: Config) -> Runtime:
@@ -217,13 +235,12 @@ async def start_runtime(config: Config) -> Runtime:
         await daemon.start()
     except StoreError as exc:
         await daemon.store.close()
-        storage_lock.release(config.storage)
+        _release(config.storage)
         raise Unavailable(str(exc)) from None
     # The token encoding is read now, not within the first request (0.45 s).
     await asyncio.to_thread(encoding)
-    stored = [s.session_id for s in await daemon.store.summaries()]
-    owners = await OwnerBook.open(config.storage, stored)
-    runtime = Runtime(config, daemon, Compactor(daemon, config.bound_s), owners)
+    compactor = Compactor(daemon, config.bound_s, capacity=config.kept)
+    runtime = Runtime(config, daemon, compactor, OwnerBook(daemon.store))
     runtime.compactor.context_limit = config.context_limit
     runtime.compactor.resume(APIS)
     runtime._storing = asyncio.ensure_future(runtime._store_every())

@@ -163,6 +163,7 @@ class Daemon:
         if deleted:
             await self.update_watcher()
         await self.store.forget_passed(idle_before)  # counts of requests, no session's
+        await self.store.forget_owners(idle_before)  # a gateway's owners with no session left
         return deleted
 
     def _make_session(self, session_id: str) -> Session:

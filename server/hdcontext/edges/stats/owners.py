@@ -2,33 +2,27 @@
 
 A session hdcontext serves inside LiteLLM (``hdcontext.litellm``) is named within its owner:
 its id starts ``litellm-<tag>-``, the tag a digest of the user or key LiteLLM authenticated
-(``hdcontext/litellm/identity.py``). The id alone groups a folder's sessions by owner; who an
+(``hdcontext/litellm/identity.py``). The id alone groups a store's sessions by owner; who an
 owner is (user and team ids, the key's alias and the first digits of its hash, never the key)
-is kept beside the store, one record per owner, in ``owners.json``: written by the one process
-that holds the folder, when an owner first comes or changes, replaced whole (a reader never
-sees half of it), private like the store's files, and pruned to the owners that still have a
-session when that process starts (the sessions themselves go with the retention).
-
-This is a file and not a table because the store's schema is not this module's to change; a
-database shared by several processes would keep the same record per owner in a table of its
-own, and this module's readers would read it there.
+is a row of the store's ``owners`` table (``storage/records.py``), written by whichever replica
+served the owner, kept while the owner has a session or was seen within the retention.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-OWNERS_FILE = "owners.json"
+from ..storage.location import Location
+from ..storage.records import OwnerRow
+from ..storage.store import open_reader
+
 SESSION_PREFIX = "litellm-"
-FORMAT = 1
 MOST_OWNERS = 100_000
-"""Owners read from the file at most (a file grown past that was not written by hdcontext)."""
+"""Owners read at most (a table grown past that was not written by hdcontext)."""
 _TAGGED = re.compile(rf"^{SESSION_PREFIX}([0-9a-f]{{16}})-")
 
 By = Literal["user", "team"]
@@ -49,46 +43,27 @@ def tag_of(session_id: str) -> str | None:
     return found.group(1) if found else None
 
 
-def read_owners(folder: Path) -> dict[str, dict[str, Any]]:
-    """The owners recorded in ``folder``, by tag; none when there is no file or it cannot be
-    read (the sessions are grouped by their tags all the same)."""
-    try:
-        data = json.loads((folder / OWNERS_FILE).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return {}
-    owners = data.get("owners") if isinstance(data, dict) else None
-    if not isinstance(owners, dict):
-        return {}
-    return {
-        tag: record
-        for tag, record in list(owners.items())[:MOST_OWNERS]
-        if isinstance(tag, str) and isinstance(record, dict)
-    }
+def read_owners(where: Location | Path | str) -> dict[str, dict[str, Any]]:
+    """The owners recorded in the store at ``where``, by tag; none when the store holds none
+    or a record cannot be read (the sessions are grouped by their tags all the same).
+    ``StoreError`` when the store itself cannot be read."""
+    with open_reader(where) as reader:
+        rows = reader.owners()
+    owners: dict[str, dict[str, Any]] = {}
+    for tag, text in list(rows.items())[:MOST_OWNERS]:
+        try:
+            record = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            owners[tag] = record
+    return owners
 
 
-def write_owners(folder: Path, owners: Mapping[str, Mapping[str, Any]]) -> None:
-    """Replace the file with ``owners`` (by tag), made 0600 and renamed into place, so that a
-    reader finds the old file or the new one whole; OSError if it cannot be written."""
-    path = folder / OWNERS_FILE
-    temporary = folder / f".{OWNERS_FILE}.{os.getpid()}"
-    data = json.dumps({"format": FORMAT, "owners": owners}, ensure_ascii=False, sort_keys=True)
-    with contextlib.suppress(FileNotFoundError):
-        temporary.unlink()
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-        raise
-
-
-def kept_for(owners: Mapping[str, Mapping[str, Any]], sessions: Iterable[str]) -> dict[str, Any]:
-    """The owners that still have one of ``sessions`` (the others' sessions are gone)."""
-    tags = {tag for sid in sessions if (tag := tag_of(sid)) is not None}
-    return {tag: dict(record) for tag, record in owners.items() if tag in tags}
+def owner_row(tag: str, record: Mapping[str, Any], seen: int) -> OwnerRow:
+    """The store's row of an owner: its sessions' prefix, its record as JSON."""
+    text = json.dumps(dict(record), ensure_ascii=False, sort_keys=True)
+    return OwnerRow(tag, session_prefix(tag), text, seen)
 
 
 def group_of(session_id: str, owners: Mapping[str, Mapping[str, Any]], by: By) -> str:

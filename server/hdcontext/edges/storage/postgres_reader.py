@@ -22,7 +22,7 @@ from .call_rows import CALL_COLUMNS, call_row
 from .location import redacted
 from .postgres_pool import CONNECT_TIMEOUT_S, Connection, reason
 from .postgres_schema import SCHEMA, SCHEMA_VERSION, newer, stored_version
-from .records import PASSED_TABLE, PassedRow, StoredSession, StoreError
+from .records import OWNERS_TABLE, PASSED_TABLE, PassedRow, StoredSession, StoreError
 
 
 def select_calls(conn: Connection, session_ids: Sequence[str] | None) -> list[CallRow]:
@@ -145,6 +145,18 @@ class PostgresReader:
 
     def calls(self, session_id: str | None = None) -> list[CallRow]:
         return self._read(select_calls, None if session_id is None else [session_id]) or []
+
+    def owners(self) -> dict[str, str]:
+        """Each owner's record (JSON) by tag; none from a database of schema 1 (no table)."""
+
+        def read(conn: Connection) -> dict[str, str]:
+            if conn.execute(f"SELECT to_regclass('{OWNERS_TABLE}')").fetchone() in (None, (None,)):
+                return {}
+            rows = conn.execute(f"SELECT tag, record FROM {OWNERS_TABLE}")
+            return {str(tag): str(record) for tag, record in rows}
+
+        found: dict[str, str] = self._read(read) or {}
+        return found
 
     def passed(self, since: int | None = None) -> list[PassedRow]:
         """The requests counted in ``PASSED_TABLE`` whose latest came at ``since`` (ms) or

@@ -22,8 +22,10 @@ from .records import StoreError
 
 SCHEMA = "hdcontext"
 """The PostgreSQL schema that holds hdcontext's tables (made at the first start)."""
-SCHEMA_VERSION = 1
-"""1: the SQLite store's tables of its schema 3, and ``sessions.version``."""
+SCHEMA_VERSION = 2
+"""1: the SQLite store's tables of its schema 3, and ``sessions.version``. 2: ``owners``, who
+a team gateway's sessions belong to (``records.OWNERS_TABLE``); a hdcontext that knows only 1
+would leave an owner behind its deleted sessions, so it refuses a database of 2."""
 VERSION_KEY = "schema"
 """``meta`` key: the layout's version."""
 MIGRATION_LOCK = 0x6864_6378_6D69_6772  # "hdcxmigr": taken while the tables are made or changed
@@ -101,7 +103,16 @@ CREATE TABLE IF NOT EXISTS passed (
 );
 """
 
-STEPS: dict[int, str] = {1: TABLES_1}
+TABLES_2 = """
+CREATE TABLE IF NOT EXISTS owners (
+    tag TEXT PRIMARY KEY,
+    prefix TEXT NOT NULL,
+    record TEXT NOT NULL,
+    seen BIGINT NOT NULL
+);
+"""
+
+STEPS: dict[int, str] = {1: TABLES_1, 2: TABLES_2}
 """The DDL that brings a database of version ``n - 1`` to ``n`` (0: none of the tables)."""
 
 

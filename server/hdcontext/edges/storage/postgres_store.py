@@ -47,10 +47,12 @@ from .postgres_pool import Connection, Connections, Health
 from .postgres_reader import select_calls, select_overrides
 from .postgres_schema import SCHEMA, migrate
 from .records import (
+    OWNERS_TABLE,
     PASSED_TABLE,
     RESUME_TABLE,
     SESSION_COLUMN,
     Loaded,
+    OwnerRow,
     PassedRow,
     ResumeRow,
     SaveOp,
@@ -430,6 +432,33 @@ class PostgresStore:
 
         def run(conn: Connection) -> None:
             conn.execute(f"DELETE FROM {PASSED_TABLE} WHERE last<%s", (before,))
+
+        await self._run(run)
+
+    async def put_owners(self, rows: Sequence[OwnerRow]) -> None:
+        """Write each owner's record and when it was seen (``OWNERS_TABLE``), over any before."""
+
+        def run(conn: Connection) -> None:
+            with conn.transaction():
+                conn.cursor().executemany(
+                    f"INSERT INTO {OWNERS_TABLE} (tag, prefix, record, seen) "
+                    "VALUES (%s, %s, %s, %s) ON CONFLICT (tag) DO UPDATE SET "
+                    "prefix=excluded.prefix, record=excluded.record, "
+                    f"seen=GREATEST({OWNERS_TABLE}.seen, excluded.seen)",
+                    [(r.tag, r.prefix, r.record, r.seen) for r in rows],
+                )
+
+        await self._run(run)
+
+    async def forget_owners(self, before: int) -> None:
+        """Delete the owners not seen at ``before`` (ms) or later that have no session left."""
+
+        def run(conn: Connection) -> None:
+            conn.execute(
+                f"DELETE FROM {OWNERS_TABLE} o WHERE o.seen<%s AND NOT EXISTS (SELECT 1 FROM "
+                "sessions s WHERE starts_with(s.id, o.prefix))",
+                (before,),
+            )
 
         await self._run(run)
 

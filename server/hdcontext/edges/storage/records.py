@@ -36,6 +36,15 @@ sent``: to the model as the agent sent them; ``not forwarded``: answered by the 
 content), so that ``hdcontext stats`` shows an agent the proxy cannot carry from its first
 day. Belongs to no session; rows older than the retention go with the idle sessions
 (``Store.forget_passed``). Added in schema 3 without a version change, like ``calls``."""
+OWNERS_TABLE = "owners"
+"""Who the owners of a team gateway's sessions are (``hdcontext.litellm``: a session is named
+within the caller LiteLLM authenticated), for ``hdcontext stats --by user|team``: one row per
+owner, its tag, the start every one of its session ids has (``prefix``), its record as JSON
+(ids and aliases, the key's hash shortened, never a key) and when a request of it was last
+seen. Belongs to no session: a row goes with the retention once none of its sessions is left
+and the owner has not been seen since (``Store.forget_owners``). A table and not a file beside
+the store, so that every replica on a database writes and reads the same owners. Added without
+a version change in SQLite, like ``calls``; in PostgreSQL, its schema 2."""
 SESSION_COLUMN = "session_id"
 """A table with this column holds rows of a session: they are deleted with it."""
 
@@ -132,6 +141,19 @@ class Summary:
     entry_count: int
     total_tokens: int
     updated: int
+
+
+@dataclass(frozen=True)
+class OwnerRow:
+    """An owner of sessions (``OWNERS_TABLE``)."""
+
+    tag: str
+    prefix: str
+    """Every session id of the owner starts with it."""
+    record: str
+    """Who the owner is, as JSON."""
+    seen: int
+    """When a request of the owner was last noted (ms)."""
 
 
 @dataclass(frozen=True)

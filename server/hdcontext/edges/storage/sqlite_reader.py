@@ -17,7 +17,7 @@ from ...core.session.state import SessionState
 from ...core.stats.calls import CallRow
 from .call_rows import CALL_COLUMNS, call_row
 from .folder import DB_NAME, TRANSCRIPTS_DIR, folder_problem, transcript_file
-from .records import PASSED_TABLE, NoStorage, PassedRow, StoredSession, StoreError
+from .records import OWNERS_TABLE, PASSED_TABLE, NoStorage, PassedRow, StoredSession, StoreError
 from .sqlite_schema import SCHEMA_VERSION
 
 
@@ -92,6 +92,18 @@ class ReadOnly:
         if self._db is None:
             return []
         return select_calls(self._db, self.path, None if session_id is None else [session_id])
+
+    def owners(self) -> dict[str, str]:
+        """Each owner's record (JSON) by tag; none from a database no gateway has written."""
+        if self._db is None:
+            return {}
+        try:
+            rows = self._db.execute(f"SELECT tag, record FROM {OWNERS_TABLE}").fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return {}
+            raise StoreError(f"cannot read {self.path}: {exc}") from None
+        return {str(tag): str(record) for tag, record in rows}
 
     def passed(self, since: int | None = None) -> list[PassedRow]:
         """The requests counted in ``PASSED_TABLE`` whose latest came at ``since`` (ms) or

@@ -90,6 +90,12 @@ CREATE TABLE IF NOT EXISTS passed (
     last INTEGER NOT NULL,
     PRIMARY KEY (day, api, outcome, reason)
 );
+CREATE TABLE IF NOT EXISTS owners (
+    tag TEXT PRIMARY KEY,
+    prefix TEXT NOT NULL,
+    record TEXT NOT NULL,
+    seen INTEGER NOT NULL
+);
 """
 
 

@@ -74,10 +74,12 @@ from .folder import (
 )
 from .loading import assemble, loaded_of, repair
 from .records import (
+    OWNERS_TABLE,
     PASSED_TABLE,
     RESUME_TABLE,
     SESSION_COLUMN,
     Loaded,
+    OwnerRow,
     PassedRow,
     ResumeRow,
     SaveOp,
@@ -410,6 +412,33 @@ class SqliteStore:
         def run(db: sqlite3.Connection) -> None:
             with _transaction(db):
                 db.execute(f"DELETE FROM {PASSED_TABLE} WHERE last<?", (before,))
+
+        await self._run(run)
+
+    async def put_owners(self, rows: Sequence[OwnerRow]) -> None:
+        """Write each owner's record and when it was seen (``OWNERS_TABLE``), over any before."""
+
+        def run(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                db.executemany(
+                    f"INSERT INTO {OWNERS_TABLE} (tag, prefix, record, seen) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (tag) DO UPDATE SET prefix=excluded.prefix, "
+                    "record=excluded.record, seen=max(seen, excluded.seen)",
+                    [(r.tag, r.prefix, r.record, r.seen) for r in rows],
+                )
+
+        await self._run(run)
+
+    async def forget_owners(self, before: int) -> None:
+        """Delete the owners not seen at ``before`` (ms) or later that have no session left."""
+
+        def run(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                db.execute(
+                    f"DELETE FROM {OWNERS_TABLE} WHERE seen<? AND NOT EXISTS (SELECT 1 FROM "
+                    "sessions WHERE substr(sessions.id, 1, length(prefix))=prefix)",
+                    (before,),
+                )
 
         await self._run(run)
 

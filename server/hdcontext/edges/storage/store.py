@@ -31,6 +31,7 @@ from ...core.stats.calls import CallRow
 from .location import Location, as_location
 from .records import (
     Loaded,
+    OwnerRow,
     PassedRow,
     ResumeRow,
     SaveOp,
@@ -108,6 +109,12 @@ class Store(Protocol):
 
     async def forget_passed(self, before: int) -> None: ...
 
+    async def put_owners(self, rows: Sequence[OwnerRow]) -> None: ...
+
+    async def forget_owners(self, before: int) -> None:
+        """Delete the owners not seen since ``before`` (ms) whose sessions are all gone."""
+        ...
+
     async def calls_for_stats(self, session_ids: Sequence[str] | None) -> StatsRows: ...
 
     async def export_transcript(self, session_id: str, entries: Sequence[Blob]) -> str | None:
@@ -137,6 +144,10 @@ class Reader(Protocol):
     def passed(self, since: int | None = None) -> list[PassedRow]: ...
 
     def overrides(self) -> dict[str, dict[str, object]]: ...
+
+    def owners(self) -> dict[str, str]:
+        """Each owner's record (JSON) by tag (``records.OWNERS_TABLE``)."""
+        ...
 
     def exported(self, session_id: str) -> Path | None: ...
 
